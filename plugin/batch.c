@@ -1,0 +1,394 @@
+/* Batch objects: the public API that collects copies, plans and submits them. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "batch.h"
+#include "config.h"
+#include "device.h"
+#include "error.h"
+#include "log.h"
+#include "omp_runtime.h"
+#include "plan.h"
+
+typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
+
+struct ompbatch_batch {
+    ob_device device;
+    CUstream stream;
+    ompbatch_batch_options options;
+    ob_copy *copies;
+    size_t count;
+    size_t capacity;
+    batch_state state;
+    ob_plan plan;
+    ob_mem_cache cache;
+    ob_exec exec;
+    ompbatch_stats stats;
+};
+
+static int is_cuda(const ompbatch_batch *batch)
+{
+    return batch->device.kind == OB_DEVICE_CUDA;
+}
+
+static int read_options(const ompbatch_batch_options *given, ompbatch_batch_options *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->struct_size = sizeof(*out);
+    if (given == NULL)
+        return OMPBATCH_OK;
+    if (given->struct_size < sizeof(given->struct_size) + sizeof(given->max_copies) ||
+        given->struct_size > sizeof(*out))
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "options->struct_size is %zu; set it to sizeof(ompbatch_batch_options)",
+                       given->struct_size);
+    memcpy(out, given, given->struct_size);
+    out->struct_size = sizeof(*out);
+    if (out->prefer_overlap != 0 && out->prefer_overlap != 1)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->prefer_overlap is %d; use 0 or 1",
+                       out->prefer_overlap);
+    if (out->synchronous != 0 && out->synchronous != 1)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->synchronous is %d; use 0 or 1",
+                       out->synchronous);
+    return OMPBATCH_OK;
+}
+
+int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
+                          const ompbatch_batch_options *options)
+{
+    ob_clear_error();
+    if (out == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "out is NULL");
+    *out = NULL;
+    ompbatch_batch_options opts;
+    int status = read_options(options, &opts);
+    if (status != OMPBATCH_OK)
+        return status;
+    ob_device device;
+    if ((status = ob_device_resolve(device_num, "device_num", &device)) != OMPBATCH_OK)
+        return status;
+    CUstream chosen = (CUstream)stream;
+    if (device.kind == OB_DEVICE_CUDA) {
+        if (chosen == NULL && (status = ob_driver_own_stream(device.ordinal, &chosen)) !=
+                                  OMPBATCH_OK)
+            return status;
+    } else if (chosen != NULL) {
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "stream must be NULL for device %d, which is not a CUDA device",
+                       device_num);
+    }
+    ompbatch_batch *batch = calloc(1, sizeof(*batch));
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a batch");
+    batch->device = device;
+    batch->stream = chosen;
+    batch->options = opts;
+    batch->exec.stream = chosen;
+    batch->exec.driver = is_cuda(batch) ? ob_driver_get() : NULL;
+    batch->stats.struct_size = sizeof(batch->stats);
+    *out = batch;
+    return OMPBATCH_OK;
+}
+
+/* Which side of the batch a device number names: its device or the host. */
+static int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
+                        int device_num, ob_side *side)
+{
+    if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST) {
+        *side = OB_SIDE_DEVICE;
+        return OMPBATCH_OK;
+    }
+    ob_device device;
+    int status = ob_device_resolve(device_num, what, &device);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "copy %zu: ", index);
+    if (device.kind != OB_DEVICE_HOST)
+        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
+                       "copy %zu: %s %d is neither the batch's device %d nor the host", index,
+                       what, device_num, batch->device.number);
+    *side = OB_SIDE_HOST;
+    return OMPBATCH_OK;
+}
+
+static int check_open(const ompbatch_batch *batch)
+{
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    if (batch->state != BATCH_OPEN)
+        return ob_fail(OMPBATCH_ERR_BAD_STATE,
+                       "the batch was submitted; reset it before adding copies");
+    return OMPBATCH_OK;
+}
+
+static int check_pointer(size_t index, const char *what, const void *ptr, size_t bytes)
+{
+    if (ptr == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "copy %zu: %s is NULL", index, what);
+    if ((uintptr_t)ptr + bytes < (uintptr_t)ptr)
+        return ob_fail(OMPBATCH_ERR_OVERFLOW, "copy %zu: %s %p + %zu bytes overflows", index,
+                       what, ptr, bytes);
+    return OMPBATCH_OK;
+}
+
+static int append(ompbatch_batch *batch, const ob_copy *copy)
+{
+    if (batch->count == batch->capacity) {
+        size_t capacity = batch->capacity ? batch->capacity * 2 : 64;
+        ob_copy *grown = realloc(batch->copies, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies",
+                           capacity);
+        batch->copies = grown;
+        batch->capacity = capacity;
+    }
+    batch->copies[batch->count++] = *copy;
+    return OMPBATCH_OK;
+}
+
+int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
+                       int src_device_num, size_t bytes, uint64_t map_type)
+{
+    ob_clear_error();
+    int status = check_open(batch);
+    if (status != OMPBATCH_OK)
+        return status;
+    size_t index = batch->count;
+    ob_copy copy;
+    memset(&copy, 0, sizeof(copy));
+    copy.dst = (uintptr_t)dst;
+    copy.src = (uintptr_t)src;
+    copy.bytes = bytes;
+    copy.map_type = map_type;
+    copy.index = index;
+    copy.merged = 1;
+    if (bytes > 0 && ((status = check_pointer(index, "dst", dst, bytes)) != OMPBATCH_OK ||
+                      (status = check_pointer(index, "src", src, bytes)) != OMPBATCH_OK))
+        return status;
+    if ((status = resolve_side(batch, index, "dst_device_num", dst_device_num, &copy.dst_side)) !=
+            OMPBATCH_OK ||
+        (status = resolve_side(batch, index, "src_device_num", src_device_num, &copy.src_side)) !=
+            OMPBATCH_OK)
+        return status;
+    return append(batch, &copy);
+}
+
+int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t bytes,
+                              uint64_t map_type)
+{
+    ob_clear_error();
+    int status = check_open(batch);
+    if (status != OMPBATCH_OK)
+        return status;
+    size_t index = batch->count;
+    uint64_t direction = map_type & (OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM);
+    if (direction != OMPBATCH_MAP_TO && direction != OMPBATCH_MAP_FROM)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: map_type %#" PRIx64 " must have exactly one of "
+                       "OMPBATCH_MAP_TO and OMPBATCH_MAP_FROM",
+                       index, map_type);
+    if (batch->device.kind == OB_DEVICE_HOST)
+        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
+                       "copy %zu: mapped transfers need a device batch; this batch is for the "
+                       "host",
+                       index);
+    const ob_omp_runtime *omp = ob_omp_runtime_get();
+    if (!omp->available)
+        return ob_fail(OMPBATCH_ERR_NO_OFFLOAD_RUNTIME,
+                       "copy %zu: omp_get_mapped_ptr is not in the process; link or load an "
+                       "OpenMP offload runtime (libomptarget)",
+                       index);
+    if (bytes == 0)
+        return ompbatch_batch_add(batch, NULL, batch->device.number, NULL,
+                                  batch->device.number, 0, map_type);
+    if ((status = check_pointer(index, "host_ptr", host_ptr, bytes)) != OMPBATCH_OK)
+        return status;
+    int dev = batch->device.number;
+    char *first = omp->get_mapped_ptr(host_ptr, dev);
+    if (first == NULL)
+        return ob_fail(OMPBATCH_ERR_NOT_MAPPED,
+                       "copy %zu: host_ptr %p (%zu bytes) is not mapped on device %d", index,
+                       host_ptr, bytes, dev);
+    char *last = omp->get_mapped_ptr((char *)host_ptr + bytes - 1, dev);
+    if (last != first + (bytes - 1))
+        return ob_fail(OMPBATCH_ERR_NOT_MAPPED,
+                       "copy %zu: host_ptr %p is mapped on device %d but its last byte (+%zu) "
+                       "%s",
+                       index, host_ptr, dev, bytes - 1,
+                       last == NULL ? "is not: the range is only partly mapped"
+                                    : "maps elsewhere: the range spans several mappings");
+    if (direction == OMPBATCH_MAP_TO)
+        return ompbatch_batch_add(batch, first, dev, host_ptr, OMPBATCH_HOST_DEVICE, bytes,
+                                  map_type);
+    return ompbatch_batch_add(batch, host_ptr, OMPBATCH_HOST_DEVICE, first, dev, bytes, map_type);
+}
+
+static int build_plan(ompbatch_batch *batch)
+{
+    const ob_config *config = ob_config_get();
+    ob_plan_params params;
+    memset(&params, 0, sizeof(params));
+    params.driver = batch->exec.driver;
+    params.cache = &batch->cache;
+    params.attrs.device_ordinal = batch->device.ordinal;
+    params.attrs.synchronous = batch->options.synchronous;
+    params.attrs.prefer_overlap = batch->options.prefer_overlap;
+    params.form = params.driver ? params.driver->form : OMPBATCH_FORM_NONE;
+    params.disabled = config->disable;
+    params.max_copies = batch->options.max_copies ? batch->options.max_copies
+                                                  : config->max_copies;
+    return ob_plan_build(&batch->plan, batch->copies, batch->count, &params);
+}
+
+/* Runs fn with the batch device's context current (CUDA batches only). */
+static int with_context(ompbatch_batch *batch, int (*fn)(ompbatch_batch *))
+{
+    if (!is_cuda(batch))
+        return fn(batch);
+    int status = ob_driver_push_context(batch->device.ordinal);
+    if (status != OMPBATCH_OK)
+        return status;
+    status = fn(batch);
+    int pop = ob_driver_pop_context();
+    return status != OMPBATCH_OK ? status : pop;
+}
+
+static void update_stats(ompbatch_batch *batch)
+{
+    ompbatch_stats *stats = &batch->stats;
+    const ob_plan *plan = &batch->plan;
+    stats->copies_added = batch->count;
+    stats->copies_zero = plan->zero_copies;
+    stats->copies_planned = plan->count;
+    stats->attr_groups = plan->attr_count;
+    stats->sub_batches = plan->step_count;
+    stats->driver_calls = batch->exec.driver_calls;
+    stats->bytes = plan->bytes;
+    stats->copies_done = batch->exec.done;
+    stats->paths = 0;
+    for (size_t s = 0; s < plan->step_count; s++) {
+        switch (plan->steps[s].route) {
+        case OB_ROUTE_HOST:
+            stats->paths |= OMPBATCH_PATH_HOST;
+            break;
+        case OB_ROUTE_BATCH:
+            stats->paths |= OMPBATCH_PATH_BATCH;
+            break;
+        case OB_ROUTE_PER_COPY:
+            stats->paths |= OMPBATCH_PATH_PER_COPY;
+            break;
+        case OB_ROUTE_COUNT:
+            break;
+        }
+    }
+}
+
+static int plan_and_run(ompbatch_batch *batch)
+{
+    int status = build_plan(batch);
+    if (status == OMPBATCH_OK) {
+        ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
+               batch->device.number, batch->count, batch->plan.count, batch->plan.step_count,
+               batch->plan.attr_count);
+        status = ob_exec_run(&batch->exec, &batch->plan);
+    }
+    return status;
+}
+
+int ompbatch_batch_submit(ompbatch_batch *batch)
+{
+    ob_clear_error();
+    int status = check_open(batch);
+    if (status != OMPBATCH_OK)
+        return status;
+    batch->state = BATCH_SUBMITTED;
+    status = with_context(batch, plan_and_run);
+    update_stats(batch);
+    return status;
+}
+
+static int wait_exec(ompbatch_batch *batch)
+{
+    return ob_exec_wait(&batch->exec);
+}
+
+int ompbatch_batch_wait(ompbatch_batch *batch)
+{
+    ob_clear_error();
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    if (!batch->exec.stream_busy)
+        return OMPBATCH_OK;
+    return with_context(batch, wait_exec);
+}
+
+int ompbatch_batch_reset(ompbatch_batch *batch)
+{
+    ob_clear_error();
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    int status = batch->exec.stream_busy ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    batch->count = 0;
+    batch->state = BATCH_OPEN;
+    batch->exec.done = 0;
+    batch->exec.driver_calls = 0;
+    ob_plan_clear(&batch->plan);
+    /* Memory may be freed and reused between fills, so what was learnt about it is dropped. */
+    ob_mem_cache_clear(&batch->cache);
+    memset(&batch->stats, 0, sizeof(batch->stats));
+    batch->stats.struct_size = sizeof(batch->stats);
+    return status;
+}
+
+int ompbatch_batch_destroy(ompbatch_batch *batch)
+{
+    ob_clear_error();
+    return ob_batch_destroy(batch);
+}
+
+int ob_batch_destroy(ompbatch_batch *batch)
+{
+    if (batch == NULL)
+        return OMPBATCH_OK;
+    int status = batch->exec.stream_busy ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    ob_plan_free(&batch->plan);
+    ob_mem_cache_free(&batch->cache);
+    ob_exec_free(&batch->exec);
+    free(batch->copies);
+    free(batch);
+    return status;
+}
+
+int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
+{
+    ob_clear_error();
+    if (batch == NULL || stats == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "%s is NULL", batch == NULL ? "batch" : "stats");
+    if (stats->struct_size < sizeof(stats->struct_size) || stats->struct_size > sizeof(*stats))
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "stats->struct_size is %zu; set it to sizeof(ompbatch_stats)",
+                       stats->struct_size);
+    size_t size = stats->struct_size;
+    memcpy(stats, &batch->stats, size);
+    stats->struct_size = size;
+    return OMPBATCH_OK;
+}
+
+int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_t *needed)
+{
+    ob_clear_error();
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    if (buf == NULL && size > 0)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "buf is NULL but size is %zu", size);
+    if (batch->state == BATCH_OPEN) {
+        int status = with_context(batch, build_plan);
+        if (status != OMPBATCH_OK)
+            return status;
+    }
+    size_t length = ob_plan_describe(&batch->plan, buf, size);
+    if (needed != NULL)
+        *needed = length;
+    return OMPBATCH_OK;
+}

@@ -1,0 +1,77 @@
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OB_DEFAULT_MAX_COPIES 4096
+#define OB_DEFAULT_CUDA_LIBRARY "libcuda.so.1"
+
+static ob_config current;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* A bad value is a user mistake worth seeing even without OMPBATCH_VERBOSE, so it is printed
+ * unconditionally, once per read of the environment. */
+static void warn_bad_value(const char *name, const char *value, const char *expected)
+{
+    fprintf(stderr, "ompbatch: ignoring %s=\"%s\": expected %s\n", name, value, expected);
+}
+
+static long read_long(const char *name, long fallback, long min, long max)
+{
+    const char *value = getenv(name);
+    if (value == NULL || value[0] == '\0')
+        return fallback;
+    char *end = NULL;
+    errno = 0;
+    long parsed = strtol(value, &end, 10);
+    if (errno != 0 || *end != '\0' || parsed < min || parsed > max) {
+        char expected[96];
+        snprintf(expected, sizeof(expected), "an integer from %ld to %ld", min, max);
+        warn_bad_value(name, value, expected);
+        return fallback;
+    }
+    return parsed;
+}
+
+static ob_form_choice read_form(void)
+{
+    const char *value = getenv("OMPBATCH_BATCH_FORM");
+    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
+        return OB_FORM_AUTO;
+    if (strcmp(value, "13000") == 0)
+        return OB_FORM_FORCE_13000;
+    if (strcmp(value, "12080") == 0)
+        return OB_FORM_FORCE_12080;
+    if (strcmp(value, "percopy") == 0)
+        return OB_FORM_FORCE_PER_COPY;
+    warn_bad_value("OMPBATCH_BATCH_FORM", value, "auto, 13000, 12080 or percopy");
+    return OB_FORM_AUTO;
+}
+
+static void read_environment(void)
+{
+    current.disable = (int)read_long("OMPBATCH_DISABLE", 0, 0, 1);
+    current.verbose = (int)read_long("OMPBATCH_VERBOSE", 0, 0, 3);
+    current.max_copies = (size_t)read_long("OMPBATCH_MAX_COPIES", OB_DEFAULT_MAX_COPIES, 1,
+                                           1L << 24);
+    current.form = read_form();
+    const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
+    if (library == NULL || library[0] == '\0')
+        library = OB_DEFAULT_CUDA_LIBRARY;
+    snprintf(current.cuda_library, sizeof(current.cuda_library), "%s", library);
+}
+
+const ob_config *ob_config_get(void)
+{
+    pthread_once(&once, read_environment);
+    return &current;
+}
+
+void ob_config_reload(void)
+{
+    pthread_once(&once, read_environment);
+    read_environment();
+}

@@ -1,0 +1,67 @@
+/* The copy descriptor that flows from the API through classification and planning to the
+ * backends, and the memory kinds it is classified by. */
+#ifndef OMPBATCH_PLUGIN_COPY_H
+#define OMPBATCH_PLUGIN_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver_api.h"
+
+typedef enum ob_mem_kind {
+    OB_MEM_PAGEABLE = 0, /* host memory the driver does not know (malloc, stack, globals) */
+    OB_MEM_PINNED,       /* page-locked host memory (cuMemAllocHost, cuMemHostRegister) */
+    OB_MEM_DEVICE,       /* device memory of one GPU */
+    OB_MEM_MANAGED,      /* managed (unified) memory */
+    OB_MEM_KIND_COUNT
+} ob_mem_kind;
+
+typedef struct ob_mem_info {
+    ob_mem_kind kind;
+    int ordinal;          /* CUDA device of device memory; -1 for other kinds */
+    uintptr_t range_start; /* the allocation holding the pointer, when range_size > 0 */
+    size_t range_size;    /* 0 when the extent is unknown (pageable memory) */
+} ob_mem_info;
+
+/* Where a side of a copy lives, as the caller named it. */
+typedef enum ob_side { OB_SIDE_HOST = 0, OB_SIDE_DEVICE = 1 } ob_side;
+
+/* How a planned copy is executed. */
+typedef enum ob_route {
+    OB_ROUTE_HOST = 0,     /* memcpy on the calling thread */
+    OB_ROUTE_BATCH,        /* one cuMemcpyBatchAsync per chunk */
+    OB_ROUTE_PER_COPY,     /* one cuMemcpyAsync per copy */
+    OB_ROUTE_COUNT
+} ob_route;
+
+/* Direction and host memory kind: what the routing table is keyed by. */
+typedef enum ob_category {
+    OB_CAT_H2H = 0,
+    OB_CAT_H2D_PAGEABLE,
+    OB_CAT_H2D_PINNED,
+    OB_CAT_D2H_PAGEABLE,
+    OB_CAT_D2H_PINNED,
+    OB_CAT_D2D,
+    OB_CAT_MANAGED,
+    OB_CAT_COUNT
+} ob_category;
+
+typedef struct ob_copy {
+    uintptr_t dst;
+    uintptr_t src;
+    size_t bytes;
+    uint64_t map_type;
+    ob_side dst_side;
+    ob_side src_side;
+    size_t index;        /* position of the (first) copy as the caller added it */
+    size_t merged;       /* how many added copies this one covers (1 when not merged) */
+    /* Filled by planning. */
+    ob_mem_info dst_mem;
+    ob_mem_info src_mem;
+    unsigned level;      /* dependency level: level k runs after every copy of level k-1 */
+    ob_category category;
+    ob_route route;
+    CUmemcpyAttributes attr;
+} ob_copy;
+
+#endif

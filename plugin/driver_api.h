@@ -1,0 +1,48 @@
+/*
+ * Every CUDA driver entry point ompbatch uses, in one list. The list expands into the typed
+ * function table (driver.h), the loading loop (driver.c) and the fake driver's symbol table
+ * (tests/fake_cuda). Each entry is resolved through cuGetProcAddress with the explicit ABI
+ * version in its name, so the typedef from cudaTypedefs.h always matches what the driver
+ * returns: PFN_<symbol>_v<version>.
+ *
+ * X(field, symbol, version, need)
+ *   field    the member of the table
+ *   symbol   the base name passed to cuGetProcAddress
+ *   version  the ABI version asked for
+ *   need     REQUIRED: without it the driver is unusable; OPTIONAL: tested at the call site
+ */
+#ifndef OMPBATCH_PLUGIN_DRIVER_API_H
+#define OMPBATCH_PLUGIN_DRIVER_API_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#define OMPBATCH_DRIVER_ENTRY_POINTS(X)                                                         \
+    X(cuInit, cuInit, 2000, REQUIRED)                                                           \
+    X(cuDriverGetVersion, cuDriverGetVersion, 2020, REQUIRED)                                   \
+    X(cuGetErrorString, cuGetErrorString, 6000, REQUIRED)                                      \
+    X(cuGetErrorName, cuGetErrorName, 6000, REQUIRED)                                          \
+    X(cuDeviceGetCount, cuDeviceGetCount, 2000, REQUIRED)                                      \
+    X(cuDeviceGet, cuDeviceGet, 2000, REQUIRED)                                                \
+    X(cuDeviceGetName, cuDeviceGetName, 2000, OPTIONAL)                                        \
+    X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, REQUIRED)                      \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, REQUIRED)                   \
+    X(cuCtxPushCurrent, cuCtxPushCurrent, 4000, REQUIRED)                                      \
+    X(cuCtxPopCurrent, cuCtxPopCurrent, 4000, REQUIRED)                                        \
+    X(cuStreamCreate, cuStreamCreate, 2000, REQUIRED)                                          \
+    X(cuStreamDestroy, cuStreamDestroy, 4000, REQUIRED)                                        \
+    X(cuStreamSynchronize, cuStreamSynchronize, 2000, REQUIRED)                                \
+    X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, REQUIRED)                          \
+    X(cuMemcpyAsync, cuMemcpyAsync, 4000, REQUIRED)                                            \
+    X(cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, 12080, OPTIONAL)                          \
+    X(cuMemcpyBatchAsync_v13000, cuMemcpyBatchAsync, 13000, OPTIONAL)                          \
+    /* Not used by the library's copy paths; tests, examples and the benchmark allocate with  \
+     * them through the same table. */                                                        \
+    X(cuMemAlloc, cuMemAlloc, 3020, OPTIONAL)                                                  \
+    X(cuMemFree, cuMemFree, 3020, OPTIONAL)                                                    \
+    X(cuMemAllocHost, cuMemAllocHost, 3020, OPTIONAL)                                          \
+    X(cuMemFreeHost, cuMemFreeHost, 2000, OPTIONAL)                                            \
+    X(cuMemAllocManaged, cuMemAllocManaged, 6000, OPTIONAL)                                    \
+    X(cuMemsetD8, cuMemsetD8, 3020, OPTIONAL)
+
+#endif /* OMPBATCH_PLUGIN_DRIVER_API_H */

@@ -1,0 +1,143 @@
+#include "memkind.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+#define OB_PAGE_SIZE ((uintptr_t)4096)
+
+const char *ob_mem_kind_name(ob_mem_kind kind)
+{
+    switch (kind) {
+    case OB_MEM_PAGEABLE:
+        return "pageable host";
+    case OB_MEM_PINNED:
+        return "pinned host";
+    case OB_MEM_DEVICE:
+        return "device";
+    case OB_MEM_MANAGED:
+        return "managed";
+    case OB_MEM_KIND_COUNT:
+        break;
+    }
+    return "unknown";
+}
+
+/* Index of the first range whose end is above ptr. */
+static size_t lower_bound(const ob_mem_cache *cache, uintptr_t ptr)
+{
+    size_t lo = 0, hi = cache->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cache->ranges[mid].end <= ptr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int insert(ob_mem_cache *cache, size_t at, const ob_mem_range *range)
+{
+    if (cache->count == cache->capacity) {
+        size_t capacity = cache->capacity ? cache->capacity * 2 : 64;
+        ob_mem_range *grown = realloc(cache->ranges, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the memory-kind cache");
+        cache->ranges = grown;
+        cache->capacity = capacity;
+    }
+    memmove(cache->ranges + at + 1, cache->ranges + at,
+            (cache->count - at) * sizeof(*cache->ranges));
+    cache->ranges[at] = *range;
+    cache->count++;
+    return OMPBATCH_OK;
+}
+
+static int query_driver(const ob_driver *driver, uintptr_t ptr, ob_mem_range *range)
+{
+    unsigned int memory_type = 0;
+    unsigned int is_managed = 0;
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUpointer_attribute attributes[] = {
+        CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *values[] = {&memory_type, &is_managed, &ordinal, &start, &size};
+    int status = OB_CU(driver, cuPointerGetAttributes, 5, attributes, values, (CUdeviceptr)ptr);
+    if (status != OMPBATCH_OK)
+        return status;
+
+    ob_mem_info *info = &range->info;
+    info->ordinal = -1;
+    if (is_managed)
+        info->kind = OB_MEM_MANAGED;
+    else if (memory_type == CU_MEMORYTYPE_DEVICE)
+        info->kind = OB_MEM_DEVICE;
+    else if (memory_type == CU_MEMORYTYPE_HOST)
+        info->kind = OB_MEM_PINNED;
+    else
+        info->kind = OB_MEM_PAGEABLE;
+    if (info->kind == OB_MEM_DEVICE)
+        info->ordinal = ordinal;
+
+    if (info->kind != OB_MEM_PAGEABLE && size > 0 && (uintptr_t)start <= ptr &&
+        ptr - (uintptr_t)start < size) {
+        range->start = (uintptr_t)start;
+        range->end = (uintptr_t)start + size;
+        info->range_start = range->start;
+        info->range_size = size;
+    } else {
+        /* Pageable memory has no extent the driver knows: cache its page, merge freely. */
+        range->start = ptr & ~(OB_PAGE_SIZE - 1);
+        range->end = range->start + OB_PAGE_SIZE;
+        info->range_start = 0;
+        info->range_size = 0;
+    }
+    return OMPBATCH_OK;
+}
+
+int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
+                    ob_mem_info *out)
+{
+    if (driver == NULL) {
+        memset(out, 0, sizeof(*out));
+        out->kind = OB_MEM_PAGEABLE;
+        out->ordinal = -1;
+        return OMPBATCH_OK;
+    }
+    size_t at = lower_bound(cache, ptr);
+    if (at < cache->count && cache->ranges[at].start <= ptr) {
+        *out = cache->ranges[at].info;
+        return OMPBATCH_OK;
+    }
+    ob_mem_range range;
+    memset(&range, 0, sizeof(range));
+    cache->queries++;
+    int status = query_driver(driver, ptr, &range);
+    if (status != OMPBATCH_OK)
+        return status;
+    *out = range.info;
+    /* A pageable page may border a cached allocation: keep the cache disjoint by clipping. */
+    if (at < cache->count && range.end > cache->ranges[at].start)
+        range.end = cache->ranges[at].start;
+    if (at > 0 && range.start < cache->ranges[at - 1].end)
+        range.start = cache->ranges[at - 1].end;
+    if (range.start > ptr || range.end <= ptr)
+        return OMPBATCH_OK; /* clipped away; answer without caching */
+    return insert(cache, at, &range);
+}
+
+void ob_mem_cache_clear(ob_mem_cache *cache)
+{
+    cache->count = 0;
+}
+
+void ob_mem_cache_free(ob_mem_cache *cache)
+{
+    free(cache->ranges);
+    memset(cache, 0, sizeof(*cache));
+}

@@ -1,0 +1,32 @@
+/* Classifies pointers by memory kind with cuPointerGetAttributes, through a cache owned by
+ * the caller (one per batch: memory may be freed and reused between batches). */
+#ifndef OMPBATCH_PLUGIN_MEMKIND_H
+#define OMPBATCH_PLUGIN_MEMKIND_H
+
+#include "copy.h"
+#include "driver.h"
+
+typedef struct ob_mem_range {
+    uintptr_t start;
+    uintptr_t end; /* exclusive */
+    ob_mem_info info;
+} ob_mem_range;
+
+typedef struct ob_mem_cache {
+    ob_mem_range *ranges; /* sorted by start, disjoint */
+    size_t count;
+    size_t capacity;
+    uint64_t queries;     /* driver calls made, for tests and stats */
+} ob_mem_cache;
+
+/* Fills *out for ptr. Allocations the driver knows are cached by their whole range; pageable
+ * memory by its page. Without a driver (driver == NULL) everything is pageable. */
+int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
+                    ob_mem_info *out);
+
+void ob_mem_cache_clear(ob_mem_cache *cache);
+void ob_mem_cache_free(ob_mem_cache *cache);
+
+const char *ob_mem_kind_name(ob_mem_kind kind);
+
+#endif

@@ -1,0 +1,473 @@
+#include "plan.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "route.h"
+
+static int reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
+{
+    if (needed <= *capacity)
+        return OMPBATCH_OK;
+    size_t grown = *capacity ? *capacity : 16;
+    while (grown < needed)
+        grown *= 2;
+    void *p = realloc(*items, grown * item_size);
+    if (p == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a plan of %zu entries", needed);
+    *items = p;
+    *capacity = grown;
+    return OMPBATCH_OK;
+}
+
+static int ranges_overlap(uintptr_t a, size_t a_bytes, uintptr_t b, size_t b_bytes)
+{
+    return a < b + b_bytes && b < a + a_bytes;
+}
+
+/* ---- classification and validation ------------------------------------------------------ */
+
+static int check_side(const ob_plan_params *params, const ob_copy *copy, const char *name,
+                      uintptr_t ptr, ob_side side, const ob_mem_info *mem)
+{
+    int ordinal = params->attrs.device_ordinal;
+    if (side == OB_SIDE_DEVICE && mem->kind != OB_MEM_MANAGED &&
+        !(mem->kind == OB_MEM_DEVICE && mem->ordinal == ordinal))
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: %s %#" PRIxPTR " is %s memory%s, not memory of device %d",
+                       copy->index, name, ptr, ob_mem_kind_name(mem->kind),
+                       mem->kind == OB_MEM_DEVICE ? " of another device" : "", ordinal);
+    if (side == OB_SIDE_HOST && mem->kind == OB_MEM_DEVICE)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: %s %#" PRIxPTR " is device memory of device %d, but its device "
+                       "number names the host",
+                       copy->index, name, ptr, mem->ordinal);
+    if (mem->range_size > 0 && copy->bytes > mem->range_start + mem->range_size - ptr)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: %s %#" PRIxPTR " + %zu bytes runs past the end of its "
+                       "allocation (%#" PRIxPTR " + %zu bytes)",
+                       copy->index, name, ptr, copy->bytes, mem->range_start, mem->range_size);
+    return OMPBATCH_OK;
+}
+
+static int classify(const ob_plan_params *params, ob_copy *copy)
+{
+    if (ranges_overlap(copy->dst, copy->bytes, copy->src, copy->bytes))
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: source %#" PRIxPTR " and destination %#" PRIxPTR
+                       " overlap (%zu bytes)",
+                       copy->index, copy->src, copy->dst, copy->bytes);
+    int status = ob_mem_classify(params->driver, params->cache, copy->dst, &copy->dst_mem);
+    if (status == OMPBATCH_OK)
+        status = ob_mem_classify(params->driver, params->cache, copy->src, &copy->src_mem);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "copy %zu: ", copy->index);
+    if (params->driver != NULL) {
+        if ((status = check_side(params, copy, "dst", copy->dst, copy->dst_side,
+                                 &copy->dst_mem)) != OMPBATCH_OK ||
+            (status = check_side(params, copy, "src", copy->src, copy->src_side,
+                                 &copy->src_mem)) != OMPBATCH_OK)
+            return status;
+    }
+    copy->category = ob_route_category(copy);
+    if (params->driver != NULL && copy->category != OB_CAT_H2H)
+        ob_attrs_infer(&params->attrs, copy);
+    else
+        memset(&copy->attr, 0, sizeof(copy->attr));
+    return OMPBATCH_OK;
+}
+
+/* ---- dependency levels -------------------------------------------------------------------- */
+
+typedef struct interval {
+    uintptr_t start;
+    uintptr_t end;
+    size_t copy;
+    int is_dst;
+} interval;
+
+typedef struct conflict {
+    size_t earlier;
+    size_t later;
+} conflict;
+
+static int compare_interval(const void *a, const void *b)
+{
+    const interval *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->copy > y->copy) - (x->copy < y->copy);
+}
+
+static int compare_conflict(const void *a, const void *b)
+{
+    const conflict *x = a, *y = b;
+    if (x->later != y->later)
+        return x->later < y->later ? -1 : 1;
+    return (x->earlier > y->earlier) - (x->earlier < y->earlier);
+}
+
+/* Sweeps the sorted ranges keeping the ones still open; only pairs that overlap are compared,
+ * so the usual case (no overlap at all) costs one sort. */
+static int collect_conflicts(const interval *sorted, size_t n, conflict **out, size_t *out_count)
+{
+    size_t *open = malloc((n ? n : 1) * sizeof(*open));
+    conflict *conflicts = NULL;
+    size_t count = 0, capacity = 0, open_count = 0;
+    int status = OMPBATCH_OK;
+    if (open == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate the dependency sweep");
+    for (size_t k = 0; k < n && status == OMPBATCH_OK; k++) {
+        const interval *cur = &sorted[k];
+        size_t kept = 0;
+        for (size_t o = 0; o < open_count; o++) {
+            const interval *prev = &sorted[open[o]];
+            if (prev->end <= cur->start)
+                continue; /* closed: drop it */
+            open[kept++] = open[o];
+            if (prev->copy == cur->copy || !(prev->is_dst || cur->is_dst))
+                continue;
+            status = reserve((void **)&conflicts, &capacity, count + 1, sizeof(*conflicts));
+            if (status != OMPBATCH_OK)
+                break;
+            conflicts[count].earlier = prev->copy < cur->copy ? prev->copy : cur->copy;
+            conflicts[count].later = prev->copy < cur->copy ? cur->copy : prev->copy;
+            count++;
+        }
+        open_count = kept;
+        open[open_count++] = k;
+    }
+    free(open);
+    if (status != OMPBATCH_OK) {
+        free(conflicts);
+        return status;
+    }
+    *out = conflicts;
+    *out_count = count;
+    return OMPBATCH_OK;
+}
+
+int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
+{
+    *levels_out = count ? 1 : 0;
+    if (count == 0)
+        return OMPBATCH_OK;
+    interval *intervals = malloc(2 * count * sizeof(*intervals));
+    if (intervals == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate the dependency sweep");
+    for (size_t i = 0; i < count; i++) {
+        copies[i].level = 0;
+        intervals[2 * i] = (interval){copies[i].dst, copies[i].dst + copies[i].bytes, i, 1};
+        intervals[2 * i + 1] = (interval){copies[i].src, copies[i].src + copies[i].bytes, i, 0};
+    }
+    qsort(intervals, 2 * count, sizeof(*intervals), compare_interval);
+    conflict *conflicts = NULL;
+    size_t conflict_count = 0;
+    int status = collect_conflicts(intervals, 2 * count, &conflicts, &conflict_count);
+    free(intervals);
+    if (status != OMPBATCH_OK)
+        return status;
+    /* Sorted by the later copy, every pair's earlier copy has its final level when read. */
+    qsort(conflicts, conflict_count, sizeof(*conflicts), compare_conflict);
+    unsigned levels = 1;
+    for (size_t c = 0; c < conflict_count; c++) {
+        unsigned need = copies[conflicts[c].earlier].level + 1;
+        ob_copy *later = &copies[conflicts[c].later];
+        if (later->level < need)
+            later->level = need;
+        if (later->level + 1 > levels)
+            levels = later->level + 1;
+    }
+    free(conflicts);
+    *levels_out = levels;
+    return OMPBATCH_OK;
+}
+
+/* ---- ordering and merging ---------------------------------------------------------------- */
+
+static int compare_uint(uintmax_t a, uintmax_t b)
+{
+    return (a > b) - (a < b);
+}
+
+/* Level, then category, then address: contiguous neighbours of one group end up adjacent. */
+static int compare_for_merge(const void *a, const void *b)
+{
+    const ob_copy *x = a, *y = b;
+    int c = compare_uint(x->level, y->level);
+    if (c == 0)
+        c = compare_uint(x->category, y->category);
+    if (c == 0)
+        c = ob_attrs_compare(&x->attr, &y->attr);
+    if (c == 0)
+        c = compare_uint(x->dst, y->dst);
+    if (c == 0)
+        c = compare_uint(x->index, y->index);
+    return c;
+}
+
+/* Level, then route, then attributes: each batch step's attribute runs are as long as they
+ * can be, so attrs/attrsIdxs get the fewest entries. */
+static int compare_for_steps(const void *a, const void *b)
+{
+    const ob_copy *x = a, *y = b;
+    int c = compare_uint(x->level, y->level);
+    if (c == 0)
+        c = compare_uint(x->route, y->route);
+    if (c == 0)
+        c = ob_attrs_compare(&x->attr, &y->attr);
+    if (c == 0)
+        c = compare_uint(x->category, y->category);
+    if (c == 0)
+        c = compare_uint(x->dst, y->dst);
+    if (c == 0)
+        c = compare_uint(x->index, y->index);
+    return c;
+}
+
+static int same_allocation(const ob_mem_info *a, const ob_mem_info *b)
+{
+    return a->kind == b->kind && a->ordinal == b->ordinal && a->range_start == b->range_start &&
+           a->range_size == b->range_size;
+}
+
+/* Two copies of one level never conflict, so running them as one copy of the union is the
+ * same; merged copies must stay inside one allocation per side for the driver. */
+static int can_merge(const ob_copy *a, const ob_copy *b)
+{
+    return a->level == b->level && a->category == b->category &&
+           a->dst_side == b->dst_side && a->src_side == b->src_side &&
+           ob_attrs_compare(&a->attr, &b->attr) == 0 && a->dst + a->bytes == b->dst &&
+           a->src + a->bytes == b->src && same_allocation(&a->dst_mem, &b->dst_mem) &&
+           same_allocation(&a->src_mem, &b->src_mem);
+}
+
+static size_t merge_neighbours(ob_copy *copies, size_t count)
+{
+    if (count == 0)
+        return 0;
+    size_t out = 0;
+    for (size_t i = 1; i < count; i++) {
+        if (can_merge(&copies[out], &copies[i])) {
+            copies[out].bytes += copies[i].bytes;
+            copies[out].merged += copies[i].merged;
+            if (copies[i].index < copies[out].index)
+                copies[out].index = copies[i].index;
+        } else {
+            copies[++out] = copies[i];
+        }
+    }
+    return out + 1;
+}
+
+/* ---- routing and steps ------------------------------------------------------------------- */
+
+static void route_groups(ob_copy *copies, size_t count, const ob_plan_params *params)
+{
+    size_t begin = 0;
+    while (begin < count) {
+        size_t end = begin;
+        size_t bytes = 0;
+        while (end < count && copies[end].level == copies[begin].level &&
+               copies[end].category == copies[begin].category)
+            bytes += copies[end++].bytes;
+        ob_route route = ob_route_choose(copies[begin].category, end - begin, bytes,
+                                         params->form, params->disabled);
+        if (params->driver == NULL)
+            route = OB_ROUTE_HOST;
+        for (size_t i = begin; i < end; i++)
+            copies[i].route = route;
+        begin = end;
+    }
+}
+
+static int add_step(ob_plan *plan, ob_route route, unsigned level, size_t begin, size_t end)
+{
+    int status = reserve((void **)&plan->steps, &plan->step_capacity, plan->step_count + 1,
+                         sizeof(*plan->steps));
+    if (status != OMPBATCH_OK)
+        return status;
+    ob_step *step = &plan->steps[plan->step_count++];
+    memset(step, 0, sizeof(*step));
+    step->route = route;
+    step->level = level;
+    step->begin = begin;
+    step->end = end;
+    if (route != OB_ROUTE_BATCH)
+        return OMPBATCH_OK;
+    step->attr_begin = plan->attr_count;
+    for (size_t i = begin; i < end; i++) {
+        if (i > begin && ob_attrs_compare(&plan->copies[i].attr, &plan->copies[i - 1].attr) == 0)
+            continue;
+        size_t n = plan->attr_count + 1;
+        size_t attrs_capacity = plan->attr_capacity;
+        if ((status = reserve((void **)&plan->attrs, &attrs_capacity, n,
+                              sizeof(*plan->attrs))) != OMPBATCH_OK ||
+            (status = reserve((void **)&plan->attr_idxs, &plan->attr_capacity, n,
+                              sizeof(*plan->attr_idxs))) != OMPBATCH_OK)
+            return status;
+        /* Both arrays grow together; a failure between the two leaves attrs larger, which
+         * the next reserve of attr_idxs corrects. */
+        plan->attrs[plan->attr_count] = plan->copies[i].attr;
+        plan->attr_idxs[plan->attr_count] = i - begin;
+        plan->attr_count++;
+        step->attr_count++;
+    }
+    return OMPBATCH_OK;
+}
+
+static int build_steps(ob_plan *plan, const ob_plan_params *params)
+{
+    size_t begin = 0;
+    while (begin < plan->count) {
+        const ob_copy *first = &plan->copies[begin];
+        size_t end = begin;
+        while (end < plan->count && plan->copies[end].level == first->level &&
+               plan->copies[end].route == first->route)
+            end++;
+        size_t chunk = first->route == OB_ROUTE_BATCH ? params->max_copies : end - begin;
+        for (size_t at = begin; at < end; at += chunk) {
+            size_t stop = end - at > chunk ? at + chunk : end;
+            int status = add_step(plan, first->route, first->level, at, stop);
+            if (status != OMPBATCH_OK)
+                return status;
+        }
+        begin = end;
+    }
+    return OMPBATCH_OK;
+}
+
+int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
+                  const ob_plan_params *params)
+{
+    ob_plan_clear(plan);
+    plan->added = count;
+    int status = reserve((void **)&plan->copies, &plan->capacity, count ? count : 1,
+                         sizeof(*plan->copies));
+    if (status != OMPBATCH_OK)
+        return status;
+    for (size_t i = 0; i < count; i++) {
+        if (added[i].bytes == 0) {
+            plan->zero_copies++;
+            continue;
+        }
+        ob_copy *copy = &plan->copies[plan->count++];
+        *copy = added[i];
+        copy->merged = 1;
+        if ((status = classify(params, copy)) != OMPBATCH_OK)
+            goto fail;
+    }
+    if ((status = ob_plan_levels(plan->copies, plan->count, &plan->levels)) != OMPBATCH_OK)
+        goto fail;
+    qsort(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
+    if (!params->disabled) {
+        size_t merged = merge_neighbours(plan->copies, plan->count);
+        plan->merged_away = plan->count - merged;
+        plan->count = merged;
+    }
+    route_groups(plan->copies, plan->count, params);
+    qsort(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
+    for (size_t i = 0; i < plan->count; i++)
+        plan->bytes += plan->copies[i].bytes;
+    if ((status = build_steps(plan, params)) != OMPBATCH_OK)
+        goto fail;
+    return OMPBATCH_OK;
+fail:
+    ob_plan_clear(plan);
+    return status;
+}
+
+void ob_plan_clear(ob_plan *plan)
+{
+    plan->count = 0;
+    plan->step_count = 0;
+    plan->attr_count = 0;
+    plan->added = 0;
+    plan->zero_copies = 0;
+    plan->merged_away = 0;
+    plan->levels = 0;
+    plan->bytes = 0;
+}
+
+void ob_plan_free(ob_plan *plan)
+{
+    free(plan->copies);
+    free(plan->steps);
+    free(plan->attrs);
+    free(plan->attr_idxs);
+    memset(plan, 0, sizeof(*plan));
+}
+
+/* ---- description ------------------------------------------------------------------------- */
+
+typedef struct text {
+    char *buf;
+    size_t size;
+    size_t length; /* as if buf were large enough */
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = t->length < t->size ? t->size - t->length : 0;
+    int n = vsnprintf(room ? t->buf + t->length : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->length += (size_t)n;
+}
+
+static const char *hint_name(const CUmemLocation *location)
+{
+    switch (location->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        return "device";
+    case CU_MEM_LOCATION_TYPE_HOST:
+        return "host";
+    default:
+        return "none";
+    }
+}
+
+size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
+{
+    text t = {buf, size, 0};
+    if (size > 0)
+        buf[0] = '\0';
+    put(&t, "plan: %zu copies added, %zu zero-byte skipped, %zu merged into neighbours, "
+            "%zu planned (%zu bytes) in %u level(s), %zu step(s)\n",
+        plan->added, plan->zero_copies, plan->merged_away, plan->count, plan->bytes,
+        plan->levels, plan->step_count);
+    for (size_t s = 0; s < plan->step_count; s++) {
+        const ob_step *step = &plan->steps[s];
+        put(&t, "step %zu: level %u, %s, %zu copies", s, step->level, ob_route_name(step->route),
+            step->end - step->begin);
+        if (step->route == OB_ROUTE_BATCH)
+            put(&t, ", %zu attribute group(s)", step->attr_count);
+        put(&t, "\n");
+        for (size_t a = 0; a < step->attr_count; a++) {
+            const CUmemcpyAttributes *attr = &plan->attrs[step->attr_begin + a];
+            put(&t, "  attrs[%zu] from copy %zu: srcAccessOrder=%s srcLocHint=%s dstLocHint=%s "
+                    "flags=%u\n",
+                a, plan->attr_idxs[step->attr_begin + a],
+                ob_access_order_name(attr->srcAccessOrder), hint_name(&attr->srcLocHint),
+                hint_name(&attr->dstLocHint), attr->flags);
+        }
+        for (size_t i = step->begin; i < step->end; i++) {
+            const ob_copy *c = &plan->copies[i];
+            put(&t, "  copy %zu (added #%zu", i - step->begin, c->index);
+            if (c->merged > 1)
+                put(&t, ", %zu merged", c->merged);
+            put(&t, "): %s, %zu bytes, %#" PRIxPTR " (%s) -> %#" PRIxPTR " (%s)\n",
+                ob_category_name(c->category), c->bytes, c->src, ob_mem_kind_name(c->src_mem.kind),
+                c->dst, ob_mem_kind_name(c->dst_mem.kind));
+        }
+    }
+    return t.length;
+}

@@ -1,0 +1,65 @@
+/* The planner: validates and classifies the copies of a batch, orders dependent copies into
+ * levels, merges contiguous neighbours, routes each group and cuts the result into steps that
+ * the backends execute in order. */
+#ifndef OMPBATCH_PLUGIN_PLAN_H
+#define OMPBATCH_PLUGIN_PLAN_H
+
+#include <stddef.h>
+
+#include "attrs.h"
+#include "copy.h"
+#include "memkind.h"
+
+typedef struct ob_step {
+    ob_route route;
+    unsigned level;
+    size_t begin;        /* plan->copies[begin, end) */
+    size_t end;
+    size_t attr_begin;   /* plan->attrs / attr_idxs[attr_begin, +attr_count): batch steps */
+    size_t attr_count;
+} ob_step;
+
+typedef struct ob_plan {
+    ob_copy *copies;     /* planned copies in execution order */
+    size_t count;
+    size_t capacity;
+    ob_step *steps;
+    size_t step_count;
+    size_t step_capacity;
+    CUmemcpyAttributes *attrs;
+    size_t *attr_idxs;   /* relative to the step's first copy, as the driver wants them */
+    size_t attr_count;
+    size_t attr_capacity;
+    size_t added;        /* copies given to the planner */
+    size_t zero_copies;  /* zero-byte copies dropped */
+    size_t merged_away;  /* copies folded into a neighbour */
+    unsigned levels;
+    size_t bytes;
+} ob_plan;
+
+typedef struct ob_plan_params {
+    const ob_driver *driver;   /* NULL: host backend only, nothing classified */
+    ob_mem_cache *cache;       /* required when driver is set */
+    ob_attr_context attrs;     /* device_ordinal is the batch's CUDA device */
+    ompbatch_batch_form form;
+    int disabled;              /* OMPBATCH_DISABLE: per-copy, no merging */
+    size_t max_copies;         /* per driver batch call, >= 1 */
+} ob_plan_params;
+
+/* Builds the plan for `count` added copies (the array is not modified). On failure the
+ * thread's message names the copy at fault by its index as added. */
+int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
+                  const ob_plan_params *params);
+
+/* Computes the dependency level of each copy: copy j gets one level more than every earlier
+ * copy i whose ranges it conflicts with (a destination of one overlapping the source or the
+ * destination of the other). Returns the number of levels (0 for no copies). */
+int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out);
+
+void ob_plan_clear(ob_plan *plan);
+void ob_plan_free(ob_plan *plan);
+
+/* A text description of the plan; see ompbatch_batch_describe. */
+size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size);
+
+#endif
