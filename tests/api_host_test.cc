@@ -1,0 +1,447 @@
+// The public API on the host backend (no CUDA driver in these processes): argument checks,
+// error messages, statistics, and byte-exact copies on random data.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ompbatch.h"
+
+extern "C" {
+#include "plugin/omp_runtime.h"
+}
+
+namespace {
+
+uint64_t test_seed()
+{
+    static uint64_t seed = [] {
+        const char *env = std::getenv("OMPBATCH_TEST_SEED");
+        uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+        std::printf("OMPBATCH_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
+        return s;
+    }();
+    return seed;
+}
+
+std::vector<unsigned char> random_bytes(size_t n, uint64_t salt)
+{
+    std::mt19937_64 rng(test_seed() ^ (salt * 0x9e3779b97f4a7c15ULL));
+    std::vector<unsigned char> v(n);
+    for (auto &b : v)
+        b = static_cast<unsigned char>(rng());
+    return v;
+}
+
+const int H = OMPBATCH_HOST_DEVICE;
+
+bool message_has(const char *needle)
+{
+    return std::strstr(ompbatch_last_error(), needle) != nullptr;
+}
+
+struct Batch {
+    ompbatch_batch *b = nullptr;
+    explicit Batch(int device = H, const ompbatch_batch_options *o = nullptr)
+    {
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, device, nullptr, o))
+            << ompbatch_last_error();
+    }
+    ~Batch() { EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b)); }
+    ompbatch_stats stats() const
+    {
+        ompbatch_stats s;
+        std::memset(&s, 0xff, sizeof(s));
+        s.struct_size = sizeof(s);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_get_stats(b, &s));
+        return s;
+    }
+};
+
+TEST(Status, EveryCodeHasANameAndAMessage)
+{
+#define CHECK_STATUS_(name, value, msg)                                                          \
+    EXPECT_STREQ("OMPBATCH_ERR_" #name, ompbatch_err_name(value));                              \
+    EXPECT_STREQ(msg, ompbatch_strerror(value));
+    OMPBATCH_STATUS_LIST(CHECK_STATUS_)
+#undef CHECK_STATUS_
+    EXPECT_STREQ("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(-999));
+    EXPECT_STREQ("unknown status", ompbatch_strerror(42));
+}
+
+TEST(Version, RuntimeMatchesHeader)
+{
+    EXPECT_EQ(OMPBATCH_VERSION, ompbatch_version());
+}
+
+TEST(DriverInfo, ReportsWhyThereIsNoDriver)
+{
+    ompbatch_driver_info info;
+    std::memset(&info, 0xff, sizeof(info));
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_get_driver_info(&info));
+    EXPECT_EQ(0, info.driver_loaded);
+    EXPECT_EQ(0, info.device_count);
+    EXPECT_EQ(OMPBATCH_FORM_NONE, info.batch_form);
+    ASSERT_NE(nullptr, info.reason);
+    EXPECT_GT(std::strlen(info.reason), 0u);
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_get_driver_info(nullptr));
+    info.struct_size = 4;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_get_driver_info(&info));
+    EXPECT_TRUE(message_has("struct_size"));
+}
+
+TEST(BatchCreate, RejectsBadArgumentsNamingThem)
+{
+    ompbatch_batch *b = reinterpret_cast<ompbatch_batch *>(0x1);
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_create(nullptr, H, nullptr, nullptr));
+    EXPECT_TRUE(message_has("out"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_create(&b, 7, nullptr, nullptr));
+    EXPECT_EQ(nullptr, b);
+    EXPECT_TRUE(message_has("device_num 7"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_create(&b, -5, nullptr, nullptr));
+    int fake_stream;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, H, &fake_stream, nullptr));
+    EXPECT_TRUE(message_has("stream"));
+    ompbatch_batch_options o{};
+    o.struct_size = 3;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, H, nullptr, &o));
+    EXPECT_TRUE(message_has("struct_size"));
+    o.struct_size = sizeof(o);
+    o.prefer_overlap = 2;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, H, nullptr, &o));
+    EXPECT_TRUE(message_has("prefer_overlap"));
+}
+
+TEST(BatchCreate, WithoutADriverOrRuntimeTheHostIsAlsoDeviceZero)
+{
+    // omp_get_initial_device() equals the device count, 0 here.
+    Batch batch(0);
+    EXPECT_NE(nullptr, batch.b);
+}
+
+TEST(BatchAdd, RejectsBadCopiesNamingTheCopyIndex)
+{
+    Batch batch;
+    char a[16], b[16];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 16, 0));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add(batch.b, nullptr, H, a, H, 4, 0));
+    EXPECT_TRUE(message_has("copy 1: dst is NULL")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add(batch.b, b, H, nullptr, H, 4, 0));
+    EXPECT_TRUE(message_has("copy 1: src is NULL"));
+    void *high = reinterpret_cast<void *>(UINTPTR_MAX - 8);
+    EXPECT_EQ(OMPBATCH_ERR_OVERFLOW, ompbatch_batch_add(batch.b, high, H, a, H, 16, 0));
+    EXPECT_TRUE(message_has("copy 1: dst"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_add(batch.b, b, 3, a, H, 4, 0));
+    EXPECT_TRUE(message_has("copy 1: dst_device_num 3"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_add(batch.b, b, H, a, 9, 4, 0));
+    EXPECT_TRUE(message_has("src_device_num 9"));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add(nullptr, b, H, a, H, 4, 0));
+    // Rejected copies were not added; a zero-byte copy with NULL pointers is fine.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, nullptr, H, nullptr, H, 0, 0));
+    EXPECT_STREQ("", ompbatch_last_error());
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(2u, s.copies_added);
+    EXPECT_EQ(1u, s.copies_zero);
+}
+
+TEST(BatchLifecycle, AddingAfterSubmitNeedsAReset)
+{
+    Batch batch;
+    char a[8] = "abcdefg", b[8];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 8, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_add(batch.b, b, H, a, H, 8, 0));
+    EXPECT_TRUE(message_has("reset"));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    EXPECT_EQ(0u, batch.stats().copies_added);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 8, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(0, std::memcmp(a, b, 8));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(nullptr));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_wait(nullptr));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_reset(nullptr));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_submit(nullptr));
+}
+
+// Scattered pieces of random sizes between two arenas, with poisoned destinations.
+TEST(HostBackend, ScatteredCopiesAreByteExact)
+{
+    const size_t arena = 1 << 20;
+    std::vector<unsigned char> src = random_bytes(arena, 1);
+    std::vector<unsigned char> dst(arena, 0xA5), expect(arena, 0xA5);
+    std::mt19937_64 rng(test_seed() + 2);
+    Batch batch;
+    size_t at = 0, count = 0;
+    while (at + 5000 < arena) {
+        size_t bytes = 1 + rng() % 4000;
+        size_t from = rng() % (arena - bytes);
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, &dst[at], H, &src[from], H, bytes, 0));
+        std::memcpy(&expect[at], &src[from], bytes);
+        at += bytes + rng() % 64;
+        count++;
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_TRUE(dst == expect);
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(count, s.copies_added);
+    EXPECT_EQ(static_cast<unsigned>(OMPBATCH_PATH_HOST), s.paths);
+    EXPECT_EQ(s.copies_planned, s.copies_done);
+    EXPECT_EQ(0u, s.driver_calls);
+}
+
+TEST(HostBackend, ContiguousPiecesMergeAndStayExact)
+{
+    std::vector<unsigned char> src = random_bytes(64 * 256, 3);
+    std::vector<unsigned char> dst(64 * 256, 0x5A);
+    Batch batch;
+    for (int i = 63; i >= 0; i--)  // reverse order: merging sorts by address
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, &dst[i * 256], H, &src[i * 256], H, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(dst == src);
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(64u, s.copies_added);
+    EXPECT_EQ(1u, s.copies_planned);
+    EXPECT_EQ(64u * 256u, s.bytes);
+}
+
+// Overlapping copies must behave as if performed one after another in the order added.
+TEST(HostBackend, DependentCopiesFollowAddOrder)
+{
+    for (int round = 0; round < 20; round++) {
+        std::vector<unsigned char> mem = random_bytes(4096, 100 + round);
+        std::vector<unsigned char> expect = mem;
+        std::mt19937_64 rng(test_seed() + 200 + round);
+        Batch batch;
+        for (int i = 0; i < 40; i++) {
+            size_t bytes = 1 + rng() % 200;
+            size_t from = rng() % (4096 - bytes), to = rng() % (4096 - bytes);
+            if (from < to + bytes && to < from + bytes)
+                continue;  // a single copy may not overlap itself
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(batch.b, &mem[to], H, &mem[from], H, bytes, 0));
+            std::memmove(&expect[to], &expect[from], bytes);
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_TRUE(mem == expect) << "round " << round;
+        EXPECT_GT(batch.stats().sub_batches, 1u);
+    }
+}
+
+TEST(HostBackend, SelfOverlappingCopyIsRejectedAtSubmit)
+{
+    char buf[64] = {};
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, buf + 8, H, buf, H, 16, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 0:"));
+    EXPECT_EQ(0u, batch.stats().copies_done);
+}
+
+TEST(Describe, PrintsThePlanAndReportsTheLength)
+{
+    Batch batch;
+    char a[64], b[64];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 32, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b + 32, H, a + 32, H, 32, 0));
+    size_t needed = 0;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(batch.b, nullptr, 0, &needed));
+    std::string text(needed + 1, '\0');
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(batch.b, &text[0], text.size(), nullptr));
+    EXPECT_NE(std::string::npos, text.find("2 copies added"));
+    EXPECT_NE(std::string::npos, text.find("1 planned"));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_describe(batch.b, nullptr, 5, nullptr));
+}
+
+TEST(Stats, RejectsBadStructSize)
+{
+    Batch batch;
+    ompbatch_stats s{};
+    s.struct_size = sizeof(s) + 8;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_get_stats(batch.b, &s));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_get_stats(batch.b, nullptr));
+    // An older, smaller struct gets only its own fields.
+    struct {
+        size_t struct_size;
+        uint64_t copies_added;
+        uint64_t guard;
+    } old = {sizeof(size_t) + sizeof(uint64_t), 99, 0x1234};
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_get_stats(batch.b, reinterpret_cast<ompbatch_stats *>(&old)));
+    EXPECT_EQ(0u, old.copies_added);
+    EXPECT_EQ(0x1234u, old.guard);
+}
+
+TEST(OneShot, CopiesWithOffsetsAndSkipsZeroLengths)
+{
+    std::vector<unsigned char> s0 = random_bytes(300, 7), s1 = random_bytes(300, 8);
+    std::vector<unsigned char> d0(300, 0xA5), d1(300, 0xA5);
+    void *dst[] = {d0.data(), d1.data(), nullptr};
+    const void *src[] = {s0.data(), s1.data(), nullptr};
+    size_t length[] = {100, 150, 0};
+    size_t dst_off[] = {10, 0, 0};
+    size_t src_off[] = {0, 140, 0};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, length, dst_off, src_off, 3,
+                                                        H, H))
+        << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(&d0[10], &s0[0], 100));
+    EXPECT_EQ(0xA5, d0[9]);
+    EXPECT_EQ(0xA5, d0[110]);
+    EXPECT_EQ(0, std::memcmp(&d1[0], &s1[140], 150));
+    EXPECT_EQ(0xA5, d1[150]);
+    EXPECT_EQ(OMPBATCH_OK,
+              ompbatch_target_memcpy_batch(nullptr, nullptr, nullptr, nullptr, nullptr, 0, H, H));
+}
+
+TEST(OneShot, ReportsTheFailingCopyAndBadArrays)
+{
+    unsigned char a[8], b[8];
+    void *dst[] = {b, nullptr};
+    const void *src[] = {a, a};
+    size_t length[] = {8, 8};
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER,
+              ompbatch_target_memcpy_batch(dst, src, length, nullptr, nullptr, 2, H, H));
+    EXPECT_TRUE(message_has("copy 1: dst is NULL")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER,
+              ompbatch_target_memcpy_batch(dst, nullptr, length, nullptr, nullptr, 2, H, H));
+    EXPECT_TRUE(message_has("src is NULL"));
+    size_t huge[] = {SIZE_MAX - 2, 0};
+    size_t one[] = {8, 0};
+    EXPECT_EQ(OMPBATCH_ERR_OVERFLOW,
+              ompbatch_target_memcpy_batch(dst, src, one, huge, nullptr, 1, H, H));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_target_memcpy_batch(dst, src, one, nullptr, nullptr, 1, 4, H));
+}
+
+TEST(Threads, BatchesOnDifferentThreadsAreIndependent)
+{
+    std::vector<std::thread> threads;
+    std::vector<int> ok(8, 0);
+    for (int t = 0; t < 8; t++) {
+        threads.emplace_back([t, &ok] {
+            std::vector<unsigned char> src = random_bytes(1 << 16, 500 + t);
+            std::vector<unsigned char> dst(1 << 16, 0xA5);
+            int good = 1;
+            for (int round = 0; round < 50 && good; round++) {
+                ompbatch_batch *b = nullptr;
+                good &= ompbatch_batch_create(&b, H, nullptr, nullptr) == OMPBATCH_OK;
+                for (int i = 0; i < 64 && good; i += 2)  // every other piece: no merging
+                    good &= ompbatch_batch_add(b, &dst[i * 1024], H, &src[i * 1024], H, 1024,
+                                               0) == OMPBATCH_OK;
+                good &= ompbatch_batch_submit(b) == OMPBATCH_OK;
+                good &= ompbatch_batch_destroy(b) == OMPBATCH_OK;
+            }
+            for (int i = 0; i < 64; i++)
+                for (int k = 0; k < 1024; k++)
+                    good &= dst[i * 1024 + k] == (i % 2 ? 0xA5 : src[i * 1024 + k]);
+            ok[t] = good;
+        });
+    }
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < 8; t++)
+        EXPECT_EQ(1, ok[t]) << "thread " << t;
+}
+
+// ---- mapped transfers through a stand-in OpenMP runtime (host offload: no CUDA) ----------
+
+struct FakeRuntime {
+    static std::vector<unsigned char> *host;
+    static std::vector<unsigned char> *shadow;
+    static void *mapped(const void *p, int dev)
+    {
+        auto *c = static_cast<const unsigned char *>(p);
+        if (dev != 0 || c < host->data() || c >= host->data() + host->size() / 2)
+            return nullptr;  // only the first half of `host` is mapped, on device 0
+        return shadow->data() + (c - host->data());
+    }
+    static int initial() { return 2; }
+    static int count() { return 2; }
+};
+std::vector<unsigned char> *FakeRuntime::host;
+std::vector<unsigned char> *FakeRuntime::shadow;
+
+class Mapped : public ::testing::Test {
+protected:
+    std::vector<unsigned char> host = random_bytes(8192, 11);
+    std::vector<unsigned char> shadow = std::vector<unsigned char>(8192, 0xA5);
+    ob_omp_runtime runtime{1, FakeRuntime::mapped, FakeRuntime::initial, FakeRuntime::count};
+    void SetUp() override
+    {
+        FakeRuntime::host = &host;
+        FakeRuntime::shadow = &shadow;
+        ob_omp_runtime_set_for_testing(&runtime);
+    }
+    void TearDown() override { ob_omp_runtime_set_for_testing(nullptr); }
+};
+
+TEST_F(Mapped, ToAndFromMoveBytesBetweenHostAndTheMappedCopy)
+{
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_mapped(batch.b, &host[100], 1000, OMPBATCH_MAP_TO))
+        << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(0, std::memcmp(&shadow[100], &host[100], 1000));
+    EXPECT_EQ(0xA5, shadow[99]);
+    EXPECT_EQ(0xA5, shadow[1100]);
+    std::vector<unsigned char> fresh = random_bytes(500, 12);
+    std::memcpy(&shadow[2000], fresh.data(), 500);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_add_mapped(batch.b, &host[2000], 500,
+                                        OMPBATCH_MAP_FROM | OMPBATCH_MAP_ALWAYS));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(0, std::memcmp(&host[2000], fresh.data(), 500));
+}
+
+TEST_F(Mapped, HostAndInitialDeviceNumbersAreTheHost)
+{
+    Batch batch(2);  // omp_get_initial_device()
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_batch_add_mapped(batch.b, &host[0], 8, OMPBATCH_MAP_TO));
+    EXPECT_TRUE(message_has("host"));
+}
+
+TEST_F(Mapped, UnmappedAndPartlyMappedRangesAreRejected)
+{
+    Batch batch(0);
+    EXPECT_EQ(OMPBATCH_ERR_NOT_MAPPED,
+              ompbatch_batch_add_mapped(batch.b, &host[5000], 16, OMPBATCH_MAP_TO));
+    EXPECT_TRUE(message_has("not mapped on device 0")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_NOT_MAPPED,
+              ompbatch_batch_add_mapped(batch.b, &host[4000], 200, OMPBATCH_MAP_TO));
+    EXPECT_TRUE(message_has("partly mapped")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_mapped(batch.b, &host[0], 8,
+                                        OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM));
+    EXPECT_TRUE(message_has("exactly one"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_mapped(batch.b, &host[0], 8, OMPBATCH_MAP_DELETE));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER,
+              ompbatch_batch_add_mapped(batch.b, nullptr, 8, OMPBATCH_MAP_TO));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add_mapped(batch.b, nullptr, 0, OMPBATCH_MAP_TO));
+}
+
+TEST(MappedWithoutRuntime, SaysThatNoOffloadRuntimeIsLoaded)
+{
+    Batch batch;
+    char x[8];
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_batch_add_mapped(batch.b, x, 8, OMPBATCH_MAP_TO));
+    ompbatch_batch *dev = nullptr;
+    // Without a driver or a runtime there is no device to make a batch for.
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_create(&dev, 1, nullptr, nullptr));
+}
+
+}  // namespace
