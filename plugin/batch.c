@@ -16,6 +16,7 @@ typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
 
 struct ompbatch_batch {
     ob_device device;
+    int initial_device;       /* the number, besides OMPBATCH_HOST_DEVICE, naming the host */
     CUstream stream;
     ompbatch_batch_options options;
     ob_copy *copies;
@@ -83,6 +84,10 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a batch");
     batch->device = device;
+    const ob_omp_runtime *omp = ob_omp_runtime_get();
+    const ob_driver *driver = ob_driver_get();
+    batch->initial_device = omp->available ? omp->get_initial_device()
+                                           : (driver->loaded ? driver->device_count : 0);
     batch->stream = chosen;
     batch->options = opts;
     batch->exec.stream = chosen;
@@ -98,6 +103,11 @@ static int resolve_side(const ompbatch_batch *batch, size_t index, const char *w
 {
     if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST) {
         *side = OB_SIDE_DEVICE;
+        return OMPBATCH_OK;
+    }
+    /* The common host numbers are answered without looking anything up: add is hot. */
+    if (device_num == OMPBATCH_HOST_DEVICE || device_num == batch->initial_device) {
+        *side = OB_SIDE_HOST;
         return OMPBATCH_OK;
     }
     ob_device device;
@@ -194,6 +204,8 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
                        "host",
                        index);
     const ob_omp_runtime *omp = ob_omp_runtime_get();
+    if (!omp->available)
+        omp = ob_omp_runtime_refresh();
     if (!omp->available)
         return ob_fail(OMPBATCH_ERR_NO_OFFLOAD_RUNTIME,
                        "copy %zu: omp_get_mapped_ptr is not in the process; link or load an "

@@ -9,10 +9,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ob_omp_runtime found;
 static const ob_omp_runtime *override;
 
-const ob_omp_runtime *ob_omp_runtime_get(void)
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void look_up(void)
 {
-    if (override != NULL)
-        return override;
     pthread_mutex_lock(&lock);
     if (!found.available) {
         /* dlsym returns void *; the round trip through memcpy keeps -Wpedantic quiet about
@@ -28,6 +28,22 @@ const ob_omp_runtime *ob_omp_runtime_get(void)
                           found.get_num_devices != NULL;
     }
     pthread_mutex_unlock(&lock);
+}
+
+const ob_omp_runtime *ob_omp_runtime_get(void)
+{
+    if (override != NULL)
+        return override;
+    pthread_once(&once, look_up);
+    return &found;
+}
+
+const ob_omp_runtime *ob_omp_runtime_refresh(void)
+{
+    if (override != NULL)
+        return override;
+    pthread_once(&once, look_up);
+    look_up();
     return &found;
 }
 

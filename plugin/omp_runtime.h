@@ -12,9 +12,12 @@ typedef struct ob_omp_runtime {
     int (*get_num_devices)(void);
 } ob_omp_runtime;
 
-/* The runtime's functions, looked up in the process (RTLD_DEFAULT). Looked up again on every
- * call while they are missing, since the runtime may be loaded later with dlopen. */
+/* The runtime's functions, looked up in the process (RTLD_DEFAULT) on first use. */
 const ob_omp_runtime *ob_omp_runtime_get(void);
+
+/* Looks the functions up again if they were missing: the runtime may have been loaded with
+ * dlopen since. dlsym is slow, so only paths about to fail for want of a runtime call this. */
+const ob_omp_runtime *ob_omp_runtime_refresh(void);
 
 /* Replaces the runtime for tests (NULL restores the real look-up). */
 void ob_omp_runtime_set_for_testing(const ob_omp_runtime *runtime);
