@@ -1,0 +1,752 @@
+// The CUDA backend driven through the fake driver (tests/fake_cuda): loader and batch forms,
+// classification, attribute groups, routing, ordering, splitting, failures with the copy
+// index, and bytes checked after the fake's lazy streams have run.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ompbatch.h"
+
+extern "C" {
+#include "plugin/driver.h"
+#include "plugin/omp_runtime.h"
+#include "tests/fake_cuda/fake_cuda_control.h"
+}
+
+namespace {
+
+const int H = OMPBATCH_HOST_DEVICE;
+
+uint64_t test_seed()
+{
+    static uint64_t seed = [] {
+        const char *env = std::getenv("OMPBATCH_TEST_SEED");
+        uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+        std::printf("OMPBATCH_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
+        return s;
+    }();
+    return seed;
+}
+
+std::vector<unsigned char> random_bytes(size_t n, uint64_t salt)
+{
+    std::mt19937_64 rng(test_seed() ^ (salt * 0x9e3779b97f4a7c15ULL));
+    std::vector<unsigned char> v(n);
+    for (auto &b : v)
+        b = static_cast<unsigned char>(rng());
+    return v;
+}
+
+bool message_has(const char *needle)
+{
+    return std::strstr(ompbatch_last_error(), needle) != nullptr;
+}
+
+// The path Bazel gave the test, kept before any test changes the variable.
+const std::string &fake_library_path()
+{
+    static const std::string path = [] {
+        const char *p = std::getenv("OMPBATCH_CUDA_LIBRARY");
+        return std::string(p ? p : "");
+    }();
+    return path;
+}
+
+fake_cuda_control &fake()
+{
+    static fake_cuda_control ctl = fake_cuda_control_open(fake_library_path().c_str());
+    return ctl;
+}
+
+enum Kind { PAGEABLE, PINNED, DEVICE, MANAGED };
+
+// A buffer of one memory kind, allocated through the fake as the library sees it.
+struct Buffer {
+    Kind kind;
+    int device;
+    size_t bytes;
+    unsigned char *ptr = nullptr;
+    Buffer(Kind k, size_t n, int dev = 0) : kind(k), device(dev), bytes(n)
+    {
+        const ob_driver *d = ob_driver_get();
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_push_context(dev));
+        CUdeviceptr p = 0;
+        void *h = nullptr;
+        switch (kind) {
+        case PAGEABLE:
+            ptr = static_cast<unsigned char *>(std::malloc(n));
+            break;
+        case PINNED:
+            EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemAllocHost(&h, n));
+            ptr = static_cast<unsigned char *>(h);
+            break;
+        case DEVICE:
+            EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemAlloc(&p, n));
+            ptr = reinterpret_cast<unsigned char *>(p);
+            break;
+        case MANAGED:
+            EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemAllocManaged(&p, n, CU_MEM_ATTACH_GLOBAL));
+            ptr = reinterpret_cast<unsigned char *>(p);
+            break;
+        }
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+        // The fake's memory is host memory, so the test can poison it directly.
+        std::memset(ptr, 0xA5, n);
+    }
+    ~Buffer()
+    {
+        const ob_driver *d = ob_driver_get();
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_push_context(device));
+        if (kind == PAGEABLE)
+            std::free(ptr);
+        else if (kind == PINNED)
+            EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemFreeHost(ptr));
+        else
+            EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+    void fill(uint64_t salt)
+    {
+        auto v = random_bytes(bytes, salt);
+        std::memcpy(ptr, v.data(), bytes);
+    }
+};
+
+struct Batch {
+    ompbatch_batch *b = nullptr;
+    explicit Batch(int device = 0, void *stream = nullptr, const ompbatch_batch_options *o = nullptr)
+    {
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, device, stream, o))
+            << ompbatch_last_error();
+    }
+    ~Batch() { ompbatch_batch_destroy(b); }
+    ompbatch_stats stats() const
+    {
+        ompbatch_stats s;
+        std::memset(&s, 0, sizeof(s));
+        s.struct_size = sizeof(s);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_get_stats(b, &s));
+        return s;
+    }
+};
+
+// Each test starts from a freshly loaded fake driver with the given environment.
+class FakeDriver : public ::testing::Test {
+protected:
+    void load(int version = 13000, const char *form = nullptr, const char *disable = nullptr)
+    {
+        ASSERT_NE(nullptr, fake().handle) << fake().error;
+        fake().reset_config();
+        fake().reset();
+        fake().set_driver_version(version);
+        fake().deinit();
+        form ? setenv("OMPBATCH_BATCH_FORM", form, 1) : unsetenv("OMPBATCH_BATCH_FORM");
+        disable ? setenv("OMPBATCH_DISABLE", disable, 1) : unsetenv("OMPBATCH_DISABLE");
+        ob_driver_reload_for_testing();
+        ASSERT_TRUE(ob_driver_get()->loaded) << ob_driver_get()->reason;
+    }
+    void SetUp() override { load(); }
+    void TearDown() override
+    {
+        fake_cuda_stats s;
+        fake().get_stats(&s);
+        EXPECT_EQ(0u, s.dependent_copies) << "the library put dependent copies in one batch";
+        EXPECT_EQ(0u, s.legacy_stream_copies) << "the library used the legacy stream";
+        EXPECT_EQ(0u, s.stream_context_mismatches);
+        unsetenv("OMPBATCH_BATCH_FORM");
+        unsetenv("OMPBATCH_DISABLE");
+        unsetenv("OMPBATCH_MAX_COPIES");
+    }
+    static fake_cuda_batch_record last_batch(size_t back = 0)
+    {
+        fake_cuda_batch_record r;
+        EXPECT_EQ(0, fake().get_batch_record(back, &r));
+        return r;
+    }
+};
+
+// ---- loader --------------------------------------------------------------------------------
+
+TEST_F(FakeDriver, ChoosesTheBatchFormByDriverVersion)
+{
+    struct {
+        int version;
+        const char *form;
+        int expect;
+        int forced;
+    } rows[] = {
+        {13000, nullptr, OMPBATCH_FORM_V13000, 0},   {12080, nullptr, OMPBATCH_FORM_V12080, 0},
+        {12090, nullptr, OMPBATCH_FORM_V12080, 0},   {12040, nullptr, OMPBATCH_FORM_PER_COPY, 0},
+        {13000, "12080", OMPBATCH_FORM_V12080, 1},   {13000, "percopy", OMPBATCH_FORM_PER_COPY, 1},
+        {12080, "13000", OMPBATCH_FORM_V12080, 0},   {12040, "12080", OMPBATCH_FORM_PER_COPY, 0},
+    };
+    for (const auto &row : rows) {
+        load(row.version, row.form);
+        ompbatch_driver_info info;
+        std::memset(&info, 0, sizeof(info));
+        info.struct_size = sizeof(info);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_get_driver_info(&info));
+        EXPECT_EQ(1, info.driver_loaded);
+        EXPECT_EQ(row.version, info.driver_version);
+        EXPECT_EQ(2, info.device_count);
+        EXPECT_EQ(row.expect, info.batch_form) << row.version << " " << (row.form ? row.form : "");
+        EXPECT_EQ(row.forced, info.forced);
+        EXPECT_STREQ("", info.reason);
+    }
+}
+
+TEST_F(FakeDriver, FailedInitMeansNoDriverWithTheReason)
+{
+    fake().set_init_result(CUDA_ERROR_NO_DEVICE);
+    fake().deinit();
+    ob_driver_reload_for_testing();
+    const ob_driver *d = ob_driver_get();
+    EXPECT_EQ(0, d->loaded);
+    EXPECT_NE(nullptr, std::strstr(d->reason, "cuInit failed: CUDA_ERROR_NO_DEVICE"));
+    ompbatch_batch *b = nullptr;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_create(&b, 1, nullptr, nullptr));
+    EXPECT_TRUE(message_has("no CUDA driver"));
+    fake().set_init_result(CUDA_SUCCESS);
+}
+
+TEST_F(FakeDriver, AMissingRequiredEntryPointMeansNoDriver)
+{
+    fake().deinit();
+    // cuGetProcAddress is asked for cuInit first, cuDriverGetVersion second...
+    ASSERT_EQ(0, fake().inject_failure("cuGetProcAddress", 2, CUDA_ERROR_NOT_FOUND));
+    ob_driver_reload_for_testing();
+    EXPECT_EQ(0, ob_driver_get()->loaded);
+    EXPECT_NE(nullptr, std::strstr(ob_driver_get()->reason, "the driver lacks"))
+        << ob_driver_get()->reason;
+}
+
+TEST_F(FakeDriver, AnUnopenableLibraryIsReported)
+{
+    setenv("OMPBATCH_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    ob_driver_reload_for_testing();
+    const ob_driver *d = ob_driver_get();
+    EXPECT_EQ(0, d->loaded);
+    EXPECT_NE(nullptr, std::strstr(d->reason, "cannot open the CUDA driver"));
+    setenv("OMPBATCH_CUDA_LIBRARY", fake_library_path().c_str(), 1);
+    load();
+}
+
+// ---- copies --------------------------------------------------------------------------------
+
+// n pieces of `size` bytes with gaps, from host kind `kind` to the device and back.
+void round_trip(Kind kind, size_t n, size_t size, uint64_t salt)
+{
+    size_t stride = size + 64;
+    Buffer host(kind, n * stride), dev(DEVICE, n * stride), back(kind, n * stride);
+    host.fill(salt);
+    {
+        Batch up;
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(up.b, dev.ptr + i * stride, 0,
+                                                      host.ptr + i * stride, H, size, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(up.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(up.b)) << ompbatch_last_error();
+        EXPECT_EQ(n, up.stats().copies_done);
+    }
+    {
+        Batch down;
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(down.b, back.ptr + i * stride, H,
+                                                      dev.ptr + i * stride, 0, size, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(down.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(down.b));
+    }
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_EQ(0, std::memcmp(back.ptr + i * stride, host.ptr + i * stride, size))
+            << "piece " << i;
+        ASSERT_EQ(0xA5, back.ptr[i * stride + size]) << "gap after piece " << i << " written";
+    }
+}
+
+TEST_F(FakeDriver, RoundTripsAreExactForEveryFormAndHostKind)
+{
+    for (int version : {13000, 12080, 12040}) {
+        load(version);
+        for (Kind kind : {PAGEABLE, PINNED, MANAGED})
+            for (size_t size : {1, 8, 4096})
+                round_trip(kind, 37, size, version + kind * 10 + size);
+    }
+}
+
+TEST_F(FakeDriver, NothingIsReadBeforeTheWait)
+{
+    Buffer dev(DEVICE, 64 * 128), host(PINNED, 64 * 128);
+    dev.fill(5);
+    Batch batch;
+    for (int i = 0; i < 64; i += 2)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, host.ptr + i * 128, H, dev.ptr + i * 128, 0, 128, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(0xA5, host.ptr[0]);  // the fake's stream has not run yet
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(host.ptr, dev.ptr, 128));
+}
+
+TEST_F(FakeDriver, GroupsAttributesIntoTheFewestEntries)
+{
+    Buffer pageable(PAGEABLE, 1 << 16), pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 18);
+    pageable.fill(1);
+    pinned.fill(2);
+    Batch batch;
+    // Interleave pinned sources, pageable LITERAL sources and device sources.
+    for (int i = 0; i < 30; i++) {
+        unsigned char *d = dev.ptr + i * 1024;
+        if (i % 3 == 0)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d, 0, pinned.ptr + i * 1024, H, 512, 0));
+        else if (i % 3 == 1)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d, 0, pageable.ptr + i * 1024, H,
+                                                      512, OMPBATCH_MAP_LITERAL));
+        else
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d, 0, dev.ptr + 100000 + i * 1024,
+                                                      0, 512, 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    ASSERT_EQ(1u, fake().batch_record_count());
+    fake_cuda_batch_record r = last_batch();
+    EXPECT_EQ(30u, r.count);
+    // STREAM (pinned and device sources share it) and DURING_API_CALL (literal).
+    ASSERT_EQ(2u, r.num_attrs);
+    EXPECT_EQ(0u, r.attrs_idxs[0]);
+    EXPECT_EQ(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, r.attrs[0].srcAccessOrder);
+    EXPECT_EQ(20u, r.attrs_idxs[1]);
+    EXPECT_EQ(CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL, r.attrs[1].srcAccessOrder);
+    EXPECT_EQ(2u, batch.stats().attr_groups);
+    for (int i = 0; i < 30; i++) {
+        const unsigned char *src = i % 3 == 0   ? pinned.ptr + i * 1024
+                                   : i % 3 == 1 ? pageable.ptr + i * 1024
+                                                : dev.ptr + 100000 + i * 1024;
+        ASSERT_EQ(0, std::memcmp(dev.ptr + i * 1024, src, 512)) << "copy " << i;
+    }
+}
+
+TEST_F(FakeDriver, SynchronousCallsLetPageableSourcesBeReadAnyTime)
+{
+    Buffer dev(DEVICE, 4096);
+    std::vector<unsigned char> a = random_bytes(256, 1), b = random_bytes(256, 2);
+    void *dst[] = {dev.ptr, dev.ptr + 1024};
+    const void *src[] = {a.data(), b.data()};
+    size_t len[] = {256, 256};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 2, 0, H))
+        << ompbatch_last_error();
+    fake_cuda_batch_record r = last_batch();
+    ASSERT_EQ(1u, r.num_attrs);
+    EXPECT_EQ(CU_MEMCPY_SRC_ACCESS_ORDER_ANY, r.attrs[0].srcAccessOrder);
+    EXPECT_EQ(0, std::memcmp(dev.ptr, a.data(), 256));
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 1024, b.data(), 256));
+}
+
+TEST_F(FakeDriver, ManagedMemoryGetsLocationHints)
+{
+    Buffer managed(MANAGED, 8192), pinned(PINNED, 8192);
+    pinned.fill(3);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, managed.ptr, 0, pinned.ptr, H, 100, 0));
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_add(batch.b, managed.ptr + 4096, 0, pinned.ptr + 4096, H, 100, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    fake_cuda_batch_record r = last_batch();
+    ASSERT_EQ(1u, r.num_attrs);
+    EXPECT_EQ(CU_MEM_LOCATION_TYPE_DEVICE, r.attrs[0].dstLocHint.type);
+    EXPECT_EQ(0, r.attrs[0].dstLocHint.id);
+    EXPECT_EQ(CU_MEM_LOCATION_TYPE_INVALID, r.attrs[0].srcLocHint.type);
+    EXPECT_EQ(0, std::memcmp(managed.ptr + 4096, pinned.ptr + 4096, 100));
+}
+
+TEST_F(FakeDriver, PreferOverlapReachesTheDriver)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    ompbatch_batch_options o{};
+    o.struct_size = sizeof(o);
+    o.prefer_overlap = 1;
+    Batch batch(0, nullptr, &o);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 8, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 64, 0, pinned.ptr + 64, H, 8, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(static_cast<unsigned>(CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE),
+              last_batch().attrs[0].flags);
+}
+
+TEST_F(FakeDriver, RoutesByTheTable)
+{
+    Buffer pageable(PAGEABLE, 1 << 20), pinned(PINNED, 1 << 20), dev(DEVICE, 1 << 20);
+    struct {
+        unsigned char *dst;
+        int dst_dev;
+        unsigned char *src;
+        int src_dev;
+        size_t n, size;
+        unsigned paths;
+    } rows[] = {
+        {dev.ptr, 0, pinned.ptr, H, 64, 4096, OMPBATCH_PATH_BATCH},
+        {pinned.ptr, H, dev.ptr, 0, 64, 4096, OMPBATCH_PATH_BATCH},
+        {pageable.ptr, H, dev.ptr, 0, 64, 4096, OMPBATCH_PATH_PER_COPY},
+        {dev.ptr, 0, pageable.ptr, H, 64, 4096, OMPBATCH_PATH_BATCH},
+        {dev.ptr, 0, pageable.ptr, H, 8, 65536, OMPBATCH_PATH_PER_COPY},
+        {dev.ptr, 0, pinned.ptr, H, 1, 4096, OMPBATCH_PATH_PER_COPY},
+        {pinned.ptr, H, pageable.ptr, H, 64, 4096, OMPBATCH_PATH_HOST},
+    };
+    for (const auto &row : rows) {
+        fake().reset();
+        Batch batch;
+        for (size_t i = 0; i < row.n; i++)  // every other slot: nothing merges
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(batch.b, row.dst + 2 * i * row.size, row.dst_dev,
+                                         row.src + 2 * i * row.size, row.src_dev, row.size, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        ompbatch_stats s = batch.stats();
+        EXPECT_EQ(row.paths, s.paths) << "row n=" << row.n << " size=" << row.size;
+        EXPECT_EQ(row.n, s.copies_planned);
+        long long per_copy = fake().call_count("cuMemcpyAsync");
+        EXPECT_EQ(row.paths == OMPBATCH_PATH_PER_COPY ? (long long)row.n : 0, per_copy);
+        for (size_t i = 0; i < row.n; i++)
+            ASSERT_EQ(0, std::memcmp(row.dst + 2 * i * row.size, row.src + 2 * i * row.size,
+                                     row.size));
+    }
+}
+
+TEST_F(FakeDriver, DisableSendsEveryCopyAlone)
+{
+    load(13000, nullptr, "1");
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    pinned.fill(9);
+    Batch batch;
+    for (int i = 0; i < 32; i++)  // contiguous: would merge when enabled
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 256, 0, pinned.ptr + i * 256, H, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(32, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(0u, fake().batch_record_count());
+    EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 32 * 256));
+}
+
+TEST_F(FakeDriver, MergesContiguousPiecesOfOneAllocation)
+{
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    pinned.fill(10);
+    Batch batch;
+    for (int i = 31; i >= 0; i--)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 256, 0, pinned.ptr + i * 256, H, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK,  // and one that is not contiguous
+              ompbatch_batch_add(batch.b, dev.ptr + 20000, 0, pinned.ptr + 30000, H, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(33u, s.copies_added);
+    EXPECT_EQ(2u, s.copies_planned);
+    EXPECT_EQ(2u, last_batch().count);
+    EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 32 * 256));
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 20000, pinned.ptr + 30000, 256));
+}
+
+TEST_F(FakeDriver, DependentCopiesRunInAddOrderAcrossSubBatches)
+{
+    // host -> X, X -> Y (device to device), Y -> back: each reads what the previous wrote.
+    Buffer host(PINNED, 4096), x(DEVICE, 4096), y(DEVICE, 4096), back(PINNED, 4096);
+    host.fill(11);
+    Batch batch;
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, x.ptr + i * 512, 0, host.ptr + i * 512, H, 300, 0));
+    }
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, y.ptr + i * 512, 0, x.ptr + i * 512, 0, 300, 0));
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, back.ptr + i * 512, H, y.ptr + i * 512, 0, 300, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(3u, s.sub_batches);
+    EXPECT_EQ(3u, fake().batch_record_count());
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(0, std::memcmp(back.ptr + i * 512, host.ptr + i * 512, 300)) << i;
+}
+
+TEST_F(FakeDriver, HostCopiesInADeviceBatchWaitForEarlierDeviceWork)
+{
+    Buffer dev(DEVICE, 4096), pinned(PINNED, 4096);
+    std::vector<unsigned char> out(4096, 0x5A);
+    dev.fill(12);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, pinned.ptr, H, dev.ptr, 0, 1000, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, pinned.ptr + 2000, H, dev.ptr + 2000, 0, 1000, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, out.data(), H, pinned.ptr, H, 1000, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(out.data(), dev.ptr, 1000));
+    EXPECT_EQ((unsigned)(OMPBATCH_PATH_BATCH | OMPBATCH_PATH_HOST), batch.stats().paths);
+}
+
+TEST_F(FakeDriver, LongPlansAreSplitAtMaxCopies)
+{
+    Buffer pinned(PINNED, 1 << 20), dev(DEVICE, 1 << 20);
+    pinned.fill(13);
+    ompbatch_batch_options o{};
+    o.struct_size = sizeof(o);
+    o.max_copies = 16;
+    Batch batch(0, nullptr, &o);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 128, 0, pinned.ptr + i * 256, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(7u, batch.stats().sub_batches);
+    EXPECT_EQ(7u, fake().batch_record_count());
+    for (size_t back = 0; back < 7; back++)
+        EXPECT_LE(last_batch(back).count, 16u);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(0, std::memcmp(dev.ptr + i * 128, pinned.ptr + i * 256, 64)) << i;
+}
+
+TEST_F(FakeDriver, UsesTheCallersStream)
+{
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    CUstream stream = nullptr;
+    ASSERT_EQ(CUDA_SUCCESS, d->fn.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    {
+        Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+        pinned.fill(14);
+        Batch batch(0, stream);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+        EXPECT_EQ(stream, last_batch().stream);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(stream));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
+// ---- validation against memory kinds ------------------------------------------------------
+
+TEST_F(FakeDriver, RejectsMemoryThatDoesNotMatchItsDeviceNumber)
+{
+    Buffer pageable(PAGEABLE, 4096), dev(DEVICE, 4096), other(DEVICE, 4096, 1);
+    struct {
+        unsigned char *dst;
+        int dst_dev;
+        unsigned char *src;
+        int src_dev;
+        const char *message;
+    } rows[] = {
+        {pageable.ptr, 0, pageable.ptr + 2048, H, "is pageable host memory, not memory of device 0"},
+        {other.ptr, 0, pageable.ptr, H, "of another device"},
+        {pageable.ptr, H, dev.ptr, H, "names the host"},
+    };
+    for (const auto &row : rows) {
+        Batch batch;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, pageable.ptr + 3000, H, pageable.ptr + 3500, H, 8, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, row.dst, row.dst_dev, row.src, row.src_dev, 64, 0));
+        EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+        EXPECT_TRUE(message_has("copy 1:")) << ompbatch_last_error();
+        EXPECT_TRUE(message_has(row.message)) << ompbatch_last_error();
+        EXPECT_EQ(0u, batch.stats().copies_done);
+    }
+    EXPECT_EQ(0u, fake().batch_record_count());
+}
+
+TEST_F(FakeDriver, RejectsACopyRunningPastItsAllocation)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 1024);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 1000, 0, pinned.ptr, H, 100, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 0: dst")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("runs past the end of its allocation"));
+}
+
+TEST_F(FakeDriver, MappedTransfersNeedAnOffloadRuntime)
+{
+    ob_omp_runtime none{0, nullptr, nullptr, nullptr};
+    ob_omp_runtime_set_for_testing(&none);
+    Batch batch;
+    char x[16];
+    EXPECT_EQ(OMPBATCH_ERR_NO_OFFLOAD_RUNTIME,
+              ompbatch_batch_add_mapped(batch.b, x, 16, OMPBATCH_MAP_TO));
+    EXPECT_TRUE(message_has("omp_get_mapped_ptr"));
+    ob_omp_runtime_set_for_testing(nullptr);
+}
+
+// ---- driver failures -----------------------------------------------------------------------
+
+TEST_F(FakeDriver, BatchFailureNamesTheCopyFromFailIdx)
+{
+    load(12080);
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    Batch batch;
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 6, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    // Copies are sorted by destination, and were added in that order, so entry 6 is copy 6.
+    EXPECT_TRUE(message_has("copy 6: cuMemcpyBatchAsync_v12080 failed: CUDA_ERROR_INVALID_VALUE"))
+        << ompbatch_last_error();
+    EXPECT_EQ(0u, batch.stats().copies_done);
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+}
+
+TEST_F(FakeDriver, BatchFailureWithoutFailIdxNamesTheBatch)
+{
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    Batch batch;
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 3, CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("batch of 10 copies (copy 0 first): cuMemcpyBatchAsync_v13000 failed: "
+                            "CUDA_ERROR_ILLEGAL_ADDRESS"))
+        << ompbatch_last_error();
+}
+
+TEST_F(FakeDriver, LaterSubBatchesAreNotSubmittedAfterAFailure)
+{
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    ompbatch_batch_options o{};
+    o.struct_size = sizeof(o);
+    o.max_copies = 4;
+    Batch batch(0, nullptr, &o);
+    for (int i = 0; i < 12; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
+    ASSERT_EQ(0, fake().inject_batch_failure(2, 0, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(2u, fake().batch_record_count());
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(4u, s.copies_done);
+    EXPECT_EQ(2u, s.driver_calls);
+}
+
+TEST_F(FakeDriver, PerCopyFailureNamesTheCopy)
+{
+    Buffer pageable(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
+    Batch batch;
+    for (int i = 0; i < 5; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, pageable.ptr + i * 512, H, dev.ptr + i * 512, 0, 100, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 4, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 3: cuMemcpyAsync failed")) << ompbatch_last_error();
+    EXPECT_EQ(3u, batch.stats().copies_done);
+}
+
+TEST_F(FakeDriver, WaitReportsAFailedSynchronisation)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    fake().fail_next_sync(CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(batch.b));
+    EXPECT_TRUE(message_has("cuStreamSynchronize failed: CUDA_ERROR_LAUNCH_FAILED"))
+        << ompbatch_last_error();
+}
+
+TEST_F(FakeDriver, ClassificationFailureNamesTheCopy)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096), pinned2(PINNED, 4096), dev2(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    // Other allocations, so the memory-kind cache cannot answer for copy 1.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev2.ptr, 0, pinned2.ptr, H, 64, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuPointerGetAttributes", 3, CUDA_ERROR_INVALID_CONTEXT));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 1: cuPointerGetAttributes failed")) << ompbatch_last_error();
+}
+
+TEST_F(FakeDriver, ContextAndStreamFailuresAreReportedAndRecoverable)
+{
+    ompbatch_batch *b = nullptr;
+    // Device 1's context and stream are created on first use; each step can fail.
+    ASSERT_EQ(0, fake().inject_failure("cuDevicePrimaryCtxRetain", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, nullptr, nullptr));
+    EXPECT_TRUE(message_has("cuDevicePrimaryCtxRetain failed: CUDA_ERROR_OUT_OF_MEMORY"));
+    ASSERT_EQ(0, fake().inject_failure("cuCtxPushCurrent", 1, CUDA_ERROR_INVALID_CONTEXT));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, nullptr, nullptr));
+    EXPECT_TRUE(message_has("cuCtxPushCurrent failed"));
+    ASSERT_EQ(0, fake().inject_failure("cuStreamCreate", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, nullptr, nullptr));
+    EXPECT_TRUE(message_has("cuStreamCreate failed: CUDA_ERROR_OUT_OF_MEMORY"));
+    EXPECT_EQ(nullptr, b);
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    // With the faults gone, the same calls work.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, 1, nullptr, nullptr)) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+}
+
+TEST_F(FakeDriver, SubmitLeavesNoContextPushed)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+}
+
+TEST_F(FakeDriver, BatchesOnTheSecondDeviceUseItsContext)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096, 1);
+    pinned.fill(15);
+    Batch batch(1);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 1, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 1, pinned.ptr + 128, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
+}
+
+TEST_F(FakeDriver, ThreadsWithTheirOwnBatchesShareTheDevice)
+{
+    std::vector<std::thread> threads;
+    std::vector<int> ok(6, 0);
+    for (int t = 0; t < 6; t++) {
+        threads.emplace_back([t, &ok] {
+            Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16, t % 2);
+            pinned.fill(700 + t);
+            int good = 1;
+            for (int round = 0; round < 20 && good; round++) {
+                ompbatch_batch *b = nullptr;
+                good &= ompbatch_batch_create(&b, t % 2, nullptr, nullptr) == OMPBATCH_OK;
+                for (int i = 0; i < 32 && good; i++)
+                    good &= ompbatch_batch_add(b, dev.ptr + i * 1024, t % 2, pinned.ptr + i * 2048, H,
+                                               512, 0) == OMPBATCH_OK;
+                good &= ompbatch_batch_submit(b) == OMPBATCH_OK;
+                good &= ompbatch_batch_destroy(b) == OMPBATCH_OK;
+            }
+            for (int i = 0; i < 32; i++)
+                good &= std::memcmp(dev.ptr + i * 1024, pinned.ptr + i * 2048, 512) == 0;
+            ok[t] = good;
+        });
+    }
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < 6; t++)
+        EXPECT_EQ(1, ok[t]) << "thread " << t;
+}
+
+}  // namespace
