@@ -43,6 +43,7 @@ typedef enum ob_category {
     OB_CAT_D2H_PINNED,
     OB_CAT_D2D,
     OB_CAT_MANAGED,
+    OB_CAT_LONE,        /* the only copy of a plan: not classified, see plan.c */
     OB_CAT_COUNT
 } ob_category;
 

@@ -53,7 +53,7 @@ int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src, const
     if (dst == NULL || src == NULL || length == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "%s is NULL with count %zu",
                        dst == NULL ? "dst" : src == NULL ? "src" : "length", count);
-    int device_num;
+    int device_num = OMPBATCH_HOST_DEVICE;
     int status = batch_device(dst_device_num, src_device_num, &device_num);
     if (status != OMPBATCH_OK)
         return status;

@@ -54,13 +54,18 @@ static int check_side(const ob_plan_params *params, const ob_copy *copy, const c
     return OMPBATCH_OK;
 }
 
-static int classify(const ob_plan_params *params, ob_copy *copy)
+static int check_self_overlap(const ob_copy *copy)
 {
     if (ranges_overlap(copy->dst, copy->bytes, copy->src, copy->bytes))
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                        "copy %zu: source %#" PRIxPTR " and destination %#" PRIxPTR
                        " overlap (%zu bytes)",
                        copy->index, copy->src, copy->dst, copy->bytes);
+    return OMPBATCH_OK;
+}
+
+static int classify(const ob_plan_params *params, ob_copy *copy)
+{
     int status = ob_mem_classify(params->driver, params->cache, copy->dst, &copy->dst_mem);
     if (status == OMPBATCH_OK)
         status = ob_mem_classify(params->driver, params->cache, copy->src, &copy->src_mem);
@@ -83,12 +88,6 @@ static int classify(const ob_plan_params *params, ob_copy *copy)
 
 /* ---- dependency levels -------------------------------------------------------------------- */
 
-typedef struct interval {
-    uintptr_t start;
-    uintptr_t end;
-    size_t copy;
-    int is_dst;
-} interval;
 
 typedef struct conflict {
     size_t earlier;
@@ -97,7 +96,7 @@ typedef struct conflict {
 
 static int compare_interval(const void *a, const void *b)
 {
-    const interval *x = a, *y = b;
+    const ob_interval *x = a, *y = b;
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
     return (x->copy > y->copy) - (x->copy < y->copy);
@@ -113,7 +112,7 @@ static int compare_conflict(const void *a, const void *b)
 
 /* Sweeps the sorted ranges keeping the ones still open; only pairs that overlap are compared,
  * so the usual case (no overlap at all) costs one sort. */
-static int collect_conflicts(const interval *sorted, size_t n, conflict **out, size_t *out_count)
+static int collect_conflicts(const ob_interval *sorted, size_t n, conflict **out, size_t *out_count)
 {
     size_t *open = malloc((n ? n : 1) * sizeof(*open));
     conflict *conflicts = NULL;
@@ -122,10 +121,10 @@ static int collect_conflicts(const interval *sorted, size_t n, conflict **out, s
     if (open == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate the dependency sweep");
     for (size_t k = 0; k < n && status == OMPBATCH_OK; k++) {
-        const interval *cur = &sorted[k];
+        const ob_interval *cur = &sorted[k];
         size_t kept = 0;
         for (size_t o = 0; o < open_count; o++) {
-            const interval *prev = &sorted[open[o]];
+            const ob_interval *prev = &sorted[open[o]];
             if (prev->end <= cur->start)
                 continue; /* closed: drop it */
             open[kept++] = open[o];
@@ -151,24 +150,51 @@ static int collect_conflicts(const interval *sorted, size_t n, conflict **out, s
     return OMPBATCH_OK;
 }
 
-int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
+/* glibc's qsort allocates and copies; copies usually arrive in address order, so a linear
+ * check first makes the common plan O(n). */
+static void sort_unless_sorted(void *base, size_t count, size_t size,
+                               int (*compare)(const void *, const void *))
+{
+    const char *items = base;
+    for (size_t i = 1; i < count; i++) {
+        if (compare(items + (i - 1) * size, items + i * size) > 0) {
+            qsort(base, count, size, compare);
+            return;
+        }
+    }
+}
+
+static int compute_levels(ob_plan_scratch *scratch, ob_copy *copies, size_t count,
+                          unsigned *levels_out)
 {
     *levels_out = count ? 1 : 0;
     if (count == 0)
         return OMPBATCH_OK;
-    interval *intervals = malloc(2 * count * sizeof(*intervals));
-    if (intervals == NULL)
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate the dependency sweep");
+    int status = reserve((void **)&scratch->intervals, &scratch->interval_capacity, 4 * count,
+                         sizeof(*scratch->intervals));
+    if (status != OMPBATCH_OK)
+        return status;
+    /* Destinations and sources are sorted apart (each is usually in order already), then
+     * merged into one list by start address. */
+    ob_interval *dsts = scratch->intervals + 2 * count;
+    ob_interval *srcs = dsts + count;
     for (size_t i = 0; i < count; i++) {
         copies[i].level = 0;
-        intervals[2 * i] = (interval){copies[i].dst, copies[i].dst + copies[i].bytes, i, 1};
-        intervals[2 * i + 1] = (interval){copies[i].src, copies[i].src + copies[i].bytes, i, 0};
+        dsts[i] = (ob_interval){copies[i].dst, copies[i].dst + copies[i].bytes, i, 1};
+        srcs[i] = (ob_interval){copies[i].src, copies[i].src + copies[i].bytes, i, 0};
     }
-    qsort(intervals, 2 * count, sizeof(*intervals), compare_interval);
+    sort_unless_sorted(dsts, count, sizeof(*dsts), compare_interval);
+    sort_unless_sorted(srcs, count, sizeof(*srcs), compare_interval);
+    ob_interval *all = scratch->intervals;
+    for (size_t d = 0, s = 0, k = 0; k < 2 * count; k++) {
+        if (s == count || (d < count && compare_interval(&dsts[d], &srcs[s]) <= 0))
+            all[k] = dsts[d++];
+        else
+            all[k] = srcs[s++];
+    }
     conflict *conflicts = NULL;
     size_t conflict_count = 0;
-    int status = collect_conflicts(intervals, 2 * count, &conflicts, &conflict_count);
-    free(intervals);
+    status = collect_conflicts(all, 2 * count, &conflicts, &conflict_count);
     if (status != OMPBATCH_OK)
         return status;
     /* Sorted by the later copy, every pair's earlier copy has its final level when read. */
@@ -185,6 +211,15 @@ int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
     free(conflicts);
     *levels_out = levels;
     return OMPBATCH_OK;
+}
+
+int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
+{
+    ob_plan_scratch scratch;
+    memset(&scratch, 0, sizeof(scratch));
+    int status = compute_levels(&scratch, copies, count, levels_out);
+    free(scratch.intervals);
+    return status;
 }
 
 /* ---- ordering and merging ---------------------------------------------------------------- */
@@ -304,14 +339,11 @@ static int add_step(ob_plan *plan, ob_route route, unsigned level, size_t begin,
         if (i > begin && ob_attrs_compare(&plan->copies[i].attr, &plan->copies[i - 1].attr) == 0)
             continue;
         size_t n = plan->attr_count + 1;
-        size_t attrs_capacity = plan->attr_capacity;
-        if ((status = reserve((void **)&plan->attrs, &attrs_capacity, n,
+        if ((status = reserve((void **)&plan->attrs, &plan->attr_capacity, n,
                               sizeof(*plan->attrs))) != OMPBATCH_OK ||
-            (status = reserve((void **)&plan->attr_idxs, &plan->attr_capacity, n,
+            (status = reserve((void **)&plan->attr_idxs, &plan->attr_idx_capacity, n,
                               sizeof(*plan->attr_idxs))) != OMPBATCH_OK)
             return status;
-        /* Both arrays grow together; a failure between the two leaves attrs larger, which
-         * the next reserve of attr_idxs corrects. */
         plan->attrs[plan->attr_count] = plan->copies[i].attr;
         plan->attr_idxs[plan->attr_count] = i - begin;
         plan->attr_count++;
@@ -341,6 +373,25 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
     return OMPBATCH_OK;
 }
 
+/* A lone device copy goes to cuMemcpyAsync whatever its memory is, so classifying it would
+ * only add two driver queries to the cheapest and most common case (one small item). The
+ * driver still checks its pointers; only ompbatch's own kind-versus-device-number check is
+ * skipped. */
+static void plan_lone_copy(ob_plan *plan)
+{
+    ob_copy *copy = &plan->copies[0];
+    int host_only = copy->dst_side == OB_SIDE_HOST && copy->src_side == OB_SIDE_HOST;
+    memset(&copy->dst_mem, 0, sizeof(copy->dst_mem));
+    memset(&copy->src_mem, 0, sizeof(copy->src_mem));
+    copy->dst_mem.ordinal = copy->src_mem.ordinal = -1;
+    memset(&copy->attr, 0, sizeof(copy->attr));
+    copy->level = 0;
+    copy->category = host_only ? OB_CAT_H2H : OB_CAT_LONE;
+    copy->route = host_only ? OB_ROUTE_HOST : OB_ROUTE_PER_COPY;
+    plan->levels = 1;
+    plan->bytes = copy->bytes;
+}
+
 int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
                   const ob_plan_params *params)
 {
@@ -355,22 +406,30 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
             plan->zero_copies++;
             continue;
         }
-        ob_copy *copy = &plan->copies[plan->count++];
-        *copy = added[i];
-        copy->merged = 1;
-        if ((status = classify(params, copy)) != OMPBATCH_OK)
+        plan->copies[plan->count] = added[i];
+        plan->copies[plan->count].merged = 1;
+        if ((status = check_self_overlap(&plan->copies[plan->count++])) != OMPBATCH_OK)
             goto fail;
     }
-    if ((status = ob_plan_levels(plan->copies, plan->count, &plan->levels)) != OMPBATCH_OK)
+    if (params->driver != NULL && plan->count == 1) {
+        plan_lone_copy(plan);
+        return build_steps(plan, params);
+    }
+    for (size_t i = 0; i < plan->count; i++) {
+        if ((status = classify(params, &plan->copies[i])) != OMPBATCH_OK)
+            goto fail;
+    }
+    if ((status = compute_levels(&plan->scratch, plan->copies, plan->count, &plan->levels)) !=
+        OMPBATCH_OK)
         goto fail;
-    qsort(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
+    sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
     if (!params->disabled) {
         size_t merged = merge_neighbours(plan->copies, plan->count);
         plan->merged_away = plan->count - merged;
         plan->count = merged;
     }
     route_groups(plan->copies, plan->count, params);
-    qsort(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
+    sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
     for (size_t i = 0; i < plan->count; i++)
         plan->bytes += plan->copies[i].bytes;
     if ((status = build_steps(plan, params)) != OMPBATCH_OK)
@@ -399,6 +458,7 @@ void ob_plan_free(ob_plan *plan)
     free(plan->steps);
     free(plan->attrs);
     free(plan->attr_idxs);
+    free(plan->scratch.intervals);
     memset(plan, 0, sizeof(*plan));
 }
 

@@ -19,6 +19,20 @@ typedef struct ob_step {
     size_t attr_count;
 } ob_step;
 
+/* One range of a copy in the dependency sweep. */
+typedef struct ob_interval {
+    uintptr_t start;
+    uintptr_t end;
+    size_t copy;
+    int is_dst;
+} ob_interval;
+
+/* Buffers the planner reuses from one plan to the next. */
+typedef struct ob_plan_scratch {
+    ob_interval *intervals;
+    size_t interval_capacity;
+} ob_plan_scratch;
+
 typedef struct ob_plan {
     ob_copy *copies;     /* planned copies in execution order */
     size_t count;
@@ -30,11 +44,13 @@ typedef struct ob_plan {
     size_t *attr_idxs;   /* relative to the step's first copy, as the driver wants them */
     size_t attr_count;
     size_t attr_capacity;
+    size_t attr_idx_capacity;
     size_t added;        /* copies given to the planner */
     size_t zero_copies;  /* zero-byte copies dropped */
     size_t merged_away;  /* copies folded into a neighbour */
     unsigned levels;
     size_t bytes;
+    ob_plan_scratch scratch;
 } ob_plan;
 
 typedef struct ob_plan_params {

@@ -569,10 +569,30 @@ TEST_F(FakeDriver, RejectsACopyRunningPastItsAllocation)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 1024);
     Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr + 2000, H, 100, 0));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 1000, 0, pinned.ptr, H, 100, 0));
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
-    EXPECT_TRUE(message_has("copy 0: dst")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("copy 1: dst")) << ompbatch_last_error();
     EXPECT_TRUE(message_has("runs past the end of its allocation"));
+}
+
+TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    pinned.fill(16);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 100, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 200, 0, pinned.ptr, H, 0, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, fake().call_count("cuPointerGetAttributes"));
+    EXPECT_EQ(1, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 100));
+    // Its own overlap is still refused before the driver sees it.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 8, 0, dev.ptr, 0, 16, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(1, fake().call_count("cuMemcpyAsync"));
 }
 
 TEST_F(FakeDriver, MappedTransfersNeedAnOffloadRuntime)

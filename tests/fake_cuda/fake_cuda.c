@@ -479,10 +479,11 @@ static bool in_arena(const struct arena *a, uintptr_t p)
     return p >= a->base && p < a->end;
 }
 
-static bool in_any_arena(uintptr_t p)
+/* Whether [p, p + n) touches the address range of any kind of fake memory. */
+static bool overlaps_arenas(uintptr_t p, size_t n)
 {
     for (int k = 0; k < ALLOC_KINDS; k++)
-        if (in_arena(&g.arenas[k], p))
+        if (p < g.arenas[k].end && g.arenas[k].base < p + n)
             return true;
     return false;
 }
@@ -502,8 +503,8 @@ static uintptr_t arena_place(const struct arena *a, size_t pages)
     return cursor <= a->end && a->end - cursor >= pages ? cursor : 0;
 }
 
-/* NULL when [p, p + n) can be a copy operand, else why not. Unknown memory is pageable host
- * memory, which is fine unless the range runs into a fake allocation. */
+/* NULL when [p, p + n) can be a copy operand, else why not. Memory outside the arenas is
+ * pageable host memory. */
 static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len)
 {
     if (p == 0)
@@ -518,14 +519,10 @@ static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len)
                  alloc_kind_names[a->kind], a->size, (size_t)(p - a->base));
         return buf;
     }
-    if (in_any_arena(p))
+    if (overlaps_arenas(p, 1))
         return "is not in a live allocation (freed, or past the end of one)";
-    size_t next = alloc_upper_bound(p);
-    if (next < g.nallocs && g.allocs[next].base < p + n) {
-        snprintf(buf, len, "starts in pageable memory and runs into a %s allocation",
-                 alloc_kind_names[g.allocs[next].kind]);
-        return buf;
-    }
+    if (overlaps_arenas(p, n))
+        return "starts in pageable memory and runs into fake CUDA memory";
     return NULL;
 }
 
