@@ -16,7 +16,9 @@
  *
  * Errors: every function that can fail returns an int status, 0 (OMPBATCH_OK) on success and a
  * negative OMPBATCH_ERR_* value otherwise. ompbatch_last_error() then returns a message for the
- * calling thread that names the argument or copy at fault and the reason.
+ * calling thread that names the argument or copy at fault and the reason. Like errno, the
+ * message is only set by failures: successful calls (ompbatch_batch_destroy after a failed
+ * submit, say) leave it as it was.
  */
 #ifndef OMPBATCH_H
 #define OMPBATCH_H
@@ -76,7 +78,7 @@ OMPBATCH_API const char *ompbatch_err_name(int status);
 /* A fixed, human-readable description of a status; never NULL. */
 OMPBATCH_API const char *ompbatch_strerror(int status);
 /* The calling thread's message for its last failed call ("copy 3: dst ... overlaps ..."), or
- * "" if no call on this thread has failed. Valid until the next ompbatch call on the thread. */
+ * "" if no call on this thread has failed. Valid until the next failure on the thread. */
 OMPBATCH_API const char *ompbatch_last_error(void);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -187,8 +189,16 @@ OMPBATCH_API int ompbatch_batch_submit(ompbatch_batch *batch);
 /* Waits until every submitted copy is complete. */
 OMPBATCH_API int ompbatch_batch_wait(ompbatch_batch *batch);
 
-/* Forgets the copies (waiting first if they were submitted) so the batch can be refilled. */
+/* Forgets the copies (waiting first if they were submitted) so the batch can be refilled.
+ * What the batch learnt about the memory kinds of the pointers it saw (device, pinned,
+ * pageable, managed, and allocation extents) is kept, so refilling with the same buffers costs
+ * no driver queries; after freeing, reallocating or registering (cuMemHostRegister) memory
+ * the batch has seen, call ompbatch_batch_forget_memory. */
 OMPBATCH_API int ompbatch_batch_reset(ompbatch_batch *batch);
+
+/* Drops what the batch learnt about memory kinds (see ompbatch_batch_reset). Not allowed
+ * between add and submit. */
+OMPBATCH_API int ompbatch_batch_forget_memory(ompbatch_batch *batch);
 
 /* Waits for submitted copies and frees the batch. NULL is allowed. Returns the wait status. */
 OMPBATCH_API int ompbatch_batch_destroy(ompbatch_batch *batch);

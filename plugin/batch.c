@@ -59,7 +59,6 @@ static int read_options(const ompbatch_batch_options *given, ompbatch_batch_opti
 int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
                           const ompbatch_batch_options *options)
 {
-    ob_clear_error();
     if (out == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
@@ -160,7 +159,6 @@ static int append(ompbatch_batch *batch, const ob_copy *copy)
 int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
                        int src_device_num, size_t bytes, uint64_t map_type)
 {
-    ob_clear_error();
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
@@ -187,7 +185,6 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
 int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t bytes,
                               uint64_t map_type)
 {
-    ob_clear_error();
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
@@ -310,7 +307,6 @@ static int plan_and_run(ompbatch_batch *batch)
 
 int ompbatch_batch_submit(ompbatch_batch *batch)
 {
-    ob_clear_error();
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
@@ -327,7 +323,6 @@ static int wait_exec(ompbatch_batch *batch)
 
 int ompbatch_batch_wait(ompbatch_batch *batch)
 {
-    ob_clear_error();
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
     if (!batch->exec.stream_busy)
@@ -337,7 +332,6 @@ int ompbatch_batch_wait(ompbatch_batch *batch)
 
 int ompbatch_batch_reset(ompbatch_batch *batch)
 {
-    ob_clear_error();
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
     int status = batch->exec.stream_busy ? with_context(batch, wait_exec) : OMPBATCH_OK;
@@ -346,16 +340,25 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     batch->exec.done = 0;
     batch->exec.driver_calls = 0;
     ob_plan_clear(&batch->plan);
-    /* Memory may be freed and reused between fills, so what was learnt about it is dropped. */
-    ob_mem_cache_clear(&batch->cache);
     memset(&batch->stats, 0, sizeof(batch->stats));
     batch->stats.struct_size = sizeof(batch->stats);
     return status;
 }
 
+int ompbatch_batch_forget_memory(ompbatch_batch *batch)
+{
+    if (batch == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    if (batch->state == BATCH_OPEN && batch->count > 0)
+        return ob_fail(OMPBATCH_ERR_BAD_STATE,
+                       "the batch holds %zu copies not yet submitted; submit or reset it first",
+                       batch->count);
+    ob_mem_cache_clear(&batch->cache);
+    return OMPBATCH_OK;
+}
+
 int ompbatch_batch_destroy(ompbatch_batch *batch)
 {
-    ob_clear_error();
     return ob_batch_destroy(batch);
 }
 
@@ -374,7 +377,6 @@ int ob_batch_destroy(ompbatch_batch *batch)
 
 int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
 {
-    ob_clear_error();
     if (batch == NULL || stats == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "%s is NULL", batch == NULL ? "batch" : "stats");
     if (stats->struct_size < sizeof(stats->struct_size) || stats->struct_size > sizeof(*stats))
@@ -389,7 +391,6 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
 
 int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_t *needed)
 {
-    ob_clear_error();
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
     if (buf == NULL && size > 0)

@@ -294,7 +294,6 @@ void ob_driver_reload_for_testing(void)
 
 int ompbatch_get_driver_info(ompbatch_driver_info *info)
 {
-    ob_clear_error();
     if (info == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "info is NULL");
     if (info->struct_size < offsetof(ompbatch_driver_info, reason) + sizeof(info->reason))

@@ -37,11 +37,6 @@ int ob_fail_context(int status, const char *fmt, ...)
     return status;
 }
 
-void ob_clear_error(void)
-{
-    last_message[0] = '\0';
-}
-
 const char *ompbatch_last_error(void)
 {
     return last_message;

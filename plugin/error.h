@@ -12,7 +12,5 @@ int ob_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Prefixes the calling thread's current message with more context ("copy 3: " + message). */
 int ob_fail_context(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Empties the calling thread's message; public entry points call it first. */
-void ob_clear_error(void);
 
 #endif

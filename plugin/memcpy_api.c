@@ -47,7 +47,6 @@ int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src, const
                                  const size_t *dst_offset, const size_t *src_offset, size_t count,
                                  int dst_device_num, int src_device_num)
 {
-    ob_clear_error();
     if (count == 0)
         return OMPBATCH_OK;
     if (dst == NULL || src == NULL || length == NULL)

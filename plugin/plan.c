@@ -506,8 +506,9 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
         plan->levels, plan->step_count);
     for (size_t s = 0; s < plan->step_count; s++) {
         const ob_step *step = &plan->steps[s];
-        put(&t, "step %zu: level %u, %s, %zu copies", s, step->level, ob_route_name(step->route),
-            step->end - step->begin);
+        size_t n = step->end - step->begin;
+        put(&t, "step %zu: level %u, %s, %zu cop%s", s, step->level, ob_route_name(step->route),
+            n, n == 1 ? "y" : "ies");
         if (step->route == OB_ROUTE_BATCH)
             put(&t, ", %zu attribute group(s)", step->attr_count);
         put(&t, "\n");

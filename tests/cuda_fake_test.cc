@@ -576,6 +576,50 @@ TEST_F(FakeDriver, RejectsACopyRunningPastItsAllocation)
     EXPECT_TRUE(message_has("runs past the end of its allocation"));
 }
 
+TEST_F(FakeDriver, RefillingAfterResetAsksTheDriverNothingNew)
+{
+    Buffer pageable(PAGEABLE, 64 * 8192), dev(DEVICE, 64 * 8192);
+    pageable.fill(17);
+    Batch batch;
+    auto fill = [&] {
+        for (int i = 0; i < 64; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + i * 8192, 0,
+                                                      pageable.ptr + i * 8192, H, 4096, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    };
+    fill();
+    long long first = fake().call_count("cuPointerGetAttributes");
+    EXPECT_GE(first, 64);  // one per pageable page, one for the device allocation
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    fill();
+    EXPECT_EQ(first, fake().call_count("cuPointerGetAttributes"));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b));
+    fill();
+    EXPECT_EQ(2 * first, fake().call_count("cuPointerGetAttributes"));
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 63 * 8192, pageable.ptr + 63 * 8192, 4096));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pageable.ptr, H, 8, 0));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_forget_memory(batch.b));
+    EXPECT_TRUE(message_has("1 copies not yet submitted")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_forget_memory(nullptr));
+}
+
+TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    ompbatch_batch *b = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, 0, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(b));
+    std::string message = ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+    EXPECT_EQ(message, ompbatch_last_error());
+}
+
 TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
