@@ -40,12 +40,21 @@ static int read_options(const ompbatch_batch_options *given, ompbatch_batch_opti
     out->struct_size = sizeof(*out);
     if (given == NULL)
         return OMPBATCH_OK;
-    if (given->struct_size < sizeof(given->struct_size) + sizeof(given->max_copies) ||
-        given->struct_size > sizeof(*out))
+    if (given->struct_size < sizeof(given->struct_size) + sizeof(given->max_copies))
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                        "options->struct_size is %zu; set it to sizeof(ompbatch_batch_options)",
                        given->struct_size);
-    memcpy(out, given, given->struct_size);
+    /* A newer header's larger struct is fine as long as the options this library does not
+     * know are left at zero (their defaults); otherwise they would be ignored silently. */
+    const unsigned char *bytes = (const unsigned char *)given;
+    for (size_t i = sizeof(*out); i < given->struct_size; i++) {
+        if (bytes[i] != 0)
+            return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
+                           "options byte %zu is set, but this library (version %d) knows only "
+                           "the first %zu bytes of ompbatch_batch_options",
+                           i, OMPBATCH_VERSION, sizeof(*out));
+    }
+    memcpy(out, given, given->struct_size < sizeof(*out) ? given->struct_size : sizeof(*out));
     out->struct_size = sizeof(*out);
     if (out->prefer_overlap != 0 && out->prefer_overlap != 1)
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->prefer_overlap is %d; use 0 or 1",
@@ -379,12 +388,15 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
 {
     if (batch == NULL || stats == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "%s is NULL", batch == NULL ? "batch" : "stats");
-    if (stats->struct_size < sizeof(stats->struct_size) || stats->struct_size > sizeof(*stats))
+    if (stats->struct_size < sizeof(stats->struct_size))
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                        "stats->struct_size is %zu; set it to sizeof(ompbatch_stats)",
                        stats->struct_size);
+    /* A newer, larger struct gets zeros in the fields this library does not know. */
     size_t size = stats->struct_size;
-    memcpy(stats, &batch->stats, size);
+    size_t known = size < sizeof(*stats) ? size : sizeof(*stats);
+    memcpy(stats, &batch->stats, known);
+    memset((unsigned char *)stats + known, 0, size - known);
     stats->struct_size = size;
     return OMPBATCH_OK;
 }

@@ -380,14 +380,15 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
 static void plan_lone_copy(ob_plan *plan)
 {
     ob_copy *copy = &plan->copies[0];
-    int host_only = copy->dst_side == OB_SIDE_HOST && copy->src_side == OB_SIDE_HOST;
     memset(&copy->dst_mem, 0, sizeof(copy->dst_mem));
     memset(&copy->src_mem, 0, sizeof(copy->src_mem));
     copy->dst_mem.ordinal = copy->src_mem.ordinal = -1;
     memset(&copy->attr, 0, sizeof(copy->attr));
     copy->level = 0;
-    copy->category = host_only ? OB_CAT_H2H : OB_CAT_LONE;
-    copy->route = host_only ? OB_ROUTE_HOST : OB_ROUTE_PER_COPY;
+    /* Even when both sides are named the host, an unclassified pointer may be device memory:
+     * only the driver may touch it. */
+    copy->category = OB_CAT_LONE;
+    copy->route = OB_ROUTE_PER_COPY;
     plan->levels = 1;
     plan->bytes = copy->bytes;
 }
@@ -422,6 +423,12 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
     if ((status = compute_levels(&plan->scratch, plan->copies, plan->count, &plan->levels)) !=
         OMPBATCH_OK)
         goto fail;
+    /* A source an earlier copy of this batch writes must be read in stream order, whatever
+     * its map type or memory kind allowed on its own. */
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->copies[i].level > 0 && plan->copies[i].category != OB_CAT_H2H)
+            plan->copies[i].attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    }
     sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
     if (!params->disabled) {
         size_t merged = merge_neighbours(plan->copies, plan->count);
@@ -437,6 +444,7 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
     return OMPBATCH_OK;
 fail:
     ob_plan_clear(plan);
+    plan->added = count;
     return status;
 }
 

@@ -112,6 +112,17 @@ TEST(BatchCreate, RejectsBadArgumentsNamingThem)
     o.struct_size = 3;
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, H, nullptr, &o));
     EXPECT_TRUE(message_has("struct_size"));
+    // A newer header's larger options are accepted while its extra fields stay zero.
+    struct {
+        ompbatch_batch_options known;
+        uint64_t future;
+    } newer{};
+    newer.known.struct_size = sizeof(newer);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, H, nullptr, &newer.known));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+    newer.future = 1;
+    EXPECT_EQ(OMPBATCH_ERR_UNSUPPORTED, ompbatch_batch_create(&b, H, nullptr, &newer.known));
+    EXPECT_TRUE(message_has("knows only"));
     o.struct_size = sizeof(o);
     o.prefer_overlap = 2;
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, H, nullptr, &o));
@@ -268,9 +279,21 @@ TEST(Stats, RejectsBadStructSize)
 {
     Batch batch;
     ompbatch_stats s{};
-    s.struct_size = sizeof(s) + 8;
+    s.struct_size = 2;
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_get_stats(batch.b, &s));
     EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_get_stats(batch.b, nullptr));
+    // A newer, larger struct gets zeros past the fields this library knows.
+    struct {
+        ompbatch_stats known;
+        uint64_t future[2];
+    } newer;
+    std::memset(&newer, 0xff, sizeof(newer));
+    newer.known.struct_size = sizeof(newer);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_get_stats(batch.b, &newer.known));
+    EXPECT_EQ(sizeof(newer), newer.known.struct_size);
+    EXPECT_EQ(0u, newer.known.copies_added);
+    EXPECT_EQ(0u, newer.future[0]);
+    EXPECT_EQ(0u, newer.future[1]);
     // An older, smaller struct gets only its own fields.
     struct {
         size_t struct_size;

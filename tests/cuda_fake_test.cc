@@ -620,6 +620,38 @@ TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
     EXPECT_EQ(message, ompbatch_last_error());
 }
 
+TEST_F(FakeDriver, DependentSourcesAreReadInStreamOrderWhateverTheirMapType)
+{
+    // D2H into pinned P, then P -> device marked LITERAL: the second must not read P early.
+    Buffer x(DEVICE, 4096), p(PINNED, 4096), y(DEVICE, 4096);
+    x.fill(18);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, p.ptr, H, x.ptr, 0, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, p.ptr + 1024, H, x.ptr + 1024, 0, 256, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, y.ptr, 0, p.ptr, H, 256, OMPBATCH_MAP_LITERAL));
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_add(batch.b, y.ptr + 1024, 0, p.ptr + 1024, H, 256, OMPBATCH_MAP_LITERAL));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, last_batch().attrs[0].srcAccessOrder);
+    EXPECT_EQ(0, std::memcmp(y.ptr, x.ptr, 256));
+    EXPECT_EQ(0, std::memcmp(y.ptr + 1024, x.ptr + 1024, 256));
+}
+
+TEST_F(FakeDriver, ALoneHostNamedCopyOfDeviceMemoryIsLeftToTheDriver)
+{
+    Buffer dev(DEVICE, 4096), pinned(PINNED, 4096);
+    pinned.fill(19);
+    Batch batch;
+    // Both sides named the host, but dst is device memory: memcpy would be wrong.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, H, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(1, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(static_cast<unsigned>(OMPBATCH_PATH_PER_COPY), batch.stats().paths);
+    EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 64));
+}
+
 TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
