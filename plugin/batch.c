@@ -264,12 +264,13 @@ static int with_context(ompbatch_batch *batch, int (*fn)(ompbatch_batch *))
 {
     if (!is_cuda(batch))
         return fn(batch);
-    int status = ob_driver_push_context(batch->device.ordinal);
+    int pushed;
+    int status = ob_driver_enter_context(batch->device.ordinal, &pushed);
     if (status != OMPBATCH_OK)
         return status;
     status = fn(batch);
-    int pop = ob_driver_pop_context();
-    return status != OMPBATCH_OK ? status : pop;
+    int left = ob_driver_leave_context(pushed);
+    return status != OMPBATCH_OK ? status : left;
 }
 
 static void update_stats(ompbatch_batch *batch)

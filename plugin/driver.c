@@ -214,13 +214,20 @@ static int check_ordinal(int ordinal)
  * of both land in one address space and stream namespace. */
 static int slot_context(int ordinal, CUcontext *out)
 {
+    /* Set once and never changed until a test reloads the driver: read without the lock. */
+    *out = __atomic_load_n(&slots[ordinal].context, __ATOMIC_ACQUIRE);
+    if (*out != NULL)
+        return OMPBATCH_OK;
     int status = OMPBATCH_OK;
     pthread_mutex_lock(&lock);
     if (slots[ordinal].context == NULL) {
         CUdevice device;
+        CUcontext context = NULL;
         status = OB_CU(&state, cuDeviceGet, &device, ordinal);
         if (status == OMPBATCH_OK)
-            status = OB_CU(&state, cuDevicePrimaryCtxRetain, &slots[ordinal].context, device);
+            status = OB_CU(&state, cuDevicePrimaryCtxRetain, &context, device);
+        if (status == OMPBATCH_OK)
+            __atomic_store_n(&slots[ordinal].context, context, __ATOMIC_RELEASE);
     }
     *out = slots[ordinal].context;
     pthread_mutex_unlock(&lock);
@@ -239,6 +246,33 @@ int ob_driver_push_context(int ordinal)
     if ((status = slot_context(ordinal, &context)) != OMPBATCH_OK)
         return status;
     return OB_CU(driver, cuCtxPushCurrent, context);
+}
+
+int ob_driver_enter_context(int ordinal, int *pushed)
+{
+    *pushed = 0;
+    const ob_driver *driver;
+    int status = ob_driver_require(&driver);
+    if (status != OMPBATCH_OK)
+        return status;
+    if ((status = check_ordinal(ordinal)) != OMPBATCH_OK)
+        return status;
+    CUcontext wanted, current = NULL;
+    if ((status = slot_context(ordinal, &wanted)) != OMPBATCH_OK)
+        return status;
+    if ((status = OB_CU(driver, cuCtxGetCurrent, &current)) != OMPBATCH_OK)
+        return status;
+    if (current == wanted)
+        return OMPBATCH_OK;
+    if ((status = OB_CU(driver, cuCtxPushCurrent, wanted)) != OMPBATCH_OK)
+        return status;
+    *pushed = 1;
+    return OMPBATCH_OK;
+}
+
+int ob_driver_leave_context(int pushed)
+{
+    return pushed ? ob_driver_pop_context() : OMPBATCH_OK;
 }
 
 int ob_driver_pop_context(void)

@@ -40,6 +40,11 @@ int ob_cu_check(const ob_driver *driver, CUresult result, const char *call);
 int ob_driver_push_context(int ordinal);
 int ob_driver_pop_context(void);
 
+/* Like push, but a no-op when the device's primary context is already current (as it is in
+ * an OpenMP program, where libomptarget made it so): *pushed says whether to pop in leave. */
+int ob_driver_enter_context(int ordinal, int *pushed);
+int ob_driver_leave_context(int pushed);
+
 /* The library's own non-blocking stream for a device, created once on its primary context. */
 int ob_driver_own_stream(int ordinal, CUstream *out);
 

@@ -27,6 +27,7 @@
     X(cuDeviceGetName, cuDeviceGetName, 2000, OPTIONAL)                                        \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, REQUIRED)                      \
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, REQUIRED)                   \
+    X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, REQUIRED)                                        \
     X(cuCtxPushCurrent, cuCtxPushCurrent, 4000, REQUIRED)                                      \
     X(cuCtxPopCurrent, cuCtxPopCurrent, 4000, REQUIRED)                                        \
     X(cuStreamCreate, cuStreamCreate, 2000, REQUIRED)                                          \

@@ -816,6 +816,28 @@ TEST_F(FakeDriver, BatchesOnTheSecondDeviceUseItsContext)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
 }
 
+TEST_F(FakeDriver, NoContextIsPushedWhenTheDevicesContextIsCurrent)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    pinned.fill(20);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));  // as libomptarget leaves it
+    fake().reset();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, fake().call_count("cuCtxPushCurrent"));
+    EXPECT_EQ(1, fake().ctx_stack_depth());
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(1, fake().call_count("cuCtxPushCurrent"));
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
+}
+
 TEST_F(FakeDriver, ThreadsWithTheirOwnBatchesShareTheDevice)
 {
     std::vector<std::thread> threads;

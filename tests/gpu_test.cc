@@ -609,7 +609,7 @@ std::string DirectionKindName(Direction direction, harness_mem_kind host)
 }
 
 // Which path a group of copies must take, where the library promises one.
-enum class ExpectedPath { kHost, kDevice, kEither };
+enum class ExpectedPath { kHost, kDevice };
 
 // Host-to-host copies between pageable or pinned buffers run as a memcpy on the host backend.
 // Managed memory goes to the driver, except for a lone copy: the planner does not classify a
@@ -618,9 +618,11 @@ ExpectedPath PathFor(Direction direction, harness_mem_kind host, size_t count)
 {
     if (direction != Direction::kH2H)
         return ExpectedPath::kDevice;
-    if (host != HARNESS_MEM_MANAGED)
-        return ExpectedPath::kHost;
-    return count == 1 ? ExpectedPath::kEither : ExpectedPath::kDevice;
+    // A lone copy of a device batch always goes to the driver (plugin/plan.c): its pointers
+    // are not classified, so host memcpy would not be known to be safe.
+    if (count == 1)
+        return ExpectedPath::kDevice;
+    return host == HARNESS_MEM_MANAGED ? ExpectedPath::kDevice : ExpectedPath::kHost;
 }
 
 // ---- the driver ---------------------------------------------------------------------------------

@@ -833,6 +833,20 @@ out:
     return r;
 }
 
+static CUresult CUDAAPI fake_cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult r;
+    if (begin_call(FAKE_EP_cuCtxGetCurrent, &r) || (r = require_init()) != CUDA_SUCCESS)
+        goto out;
+    if (pctx == NULL)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "pctx is NULL");
+    else
+        *pctx = tls_ctx_depth > 0 ? tls_ctx_stack[tls_ctx_depth - 1] : NULL;
+out:
+    unlock();
+    return r;
+}
+
 static CUresult CUDAAPI fake_cuCtxPopCurrent(CUcontext *pctx)
 {
     CUresult r;
