@@ -767,6 +767,19 @@ int main(int argc, char **argv)
     double started = ex_now_us();
     size_t ran = 0, skipped = 0;
     int rc = 0;
+    /* A throwaway cell first: a process's first driver calls and a GPU coming out of idle make
+     * the first measured cells slower on both paths, which says nothing about either. */
+    cell warm;
+    memset(&warm, 0, sizeof(warm));
+    warm.dir = DIR_H2D;
+    warm.kind = EX_HOST_PINNED;
+    warm.count = 64;
+    warm.size = 8;
+    char warm_error[512] = "";
+    if ((status = run_cell(&o, &gpu, &warm, warm_error, sizeof(warm_error))) != OMPBATCH_OK) {
+        fprintf(stderr, BENCH ": warm-up cell: %s: %s\n", ompbatch_err_name(status), warm_error);
+        rc = 1;
+    }
     for (size_t d = 0; d < o.n_dirs && rc == 0; d++)
         for (size_t k = 0; k < o.n_kinds && rc == 0; k++)
             for (size_t n = 0; n < o.n_counts && rc == 0; n++)

@@ -1,10 +1,32 @@
 #include "route.h"
 
-/* Measured on the H200 (shared/reference/h200-probe.md): a plain batch from pageable host
- * memory to the device loses to a per-copy loop once pieces are large (16 x 64 KiB: 167 us
- * batched vs 121 us per-copy; 128 x 1 MiB: 23.9 ms vs 20.2 ms) and wins below (1024 x 4 KiB:
- * 1.5 ms vs 2.6 ms). */
-#define OB_PAGEABLE_H2D_BATCH_MAX_MEAN ((size_t)32 * 1024)
+/* Thresholds measured on the H200 (BENCHMARKS.md, 2026-12-02 sweep of 2-128 pieces of 512 B to
+ * 32 KiB, and shared/reference/h200-probe.md). The driver's batch path from host memory to the
+ * device has a valley between 4 KiB and 32 KiB pieces where it loses to a per-copy loop:
+ * pinned 8 KiB 0.82-0.95x, 16 KiB 0.67-0.77x; pageable 16 KiB 0.86-0.95x, 32 KiB 0.76-0.87x.
+ * Below it, pieces need a few copies to win (pinned 4 KiB: 0.94x at 4 pieces, 1.04x at 8). */
+#define OB_KIB ((size_t)1024)
+
+static ob_route pinned_h2d(size_t count, size_t mean)
+{
+    if (mean <= OB_KIB)
+        return OB_ROUTE_BATCH; /* 1.11-2.08x from 2 pieces */
+    if (mean <= 4 * OB_KIB)
+        return count >= 8 ? OB_ROUTE_BATCH : OB_ROUTE_PER_COPY;
+    if (mean < 32 * OB_KIB)
+        return OB_ROUTE_PER_COPY;
+    return OB_ROUTE_BATCH; /* 32 KiB 1.05-2.03x; 64 KiB 1.4-2.0x; 1 MiB 1.06-1.13x */
+}
+
+static ob_route pageable_h2d(size_t count, size_t mean)
+{
+    if (mean <= 4 * OB_KIB)
+        return OB_ROUTE_BATCH; /* 0.98-1.02x at 2 pieces, 1.12x and up from 4 */
+    if (mean <= 8 * OB_KIB)
+        return count >= 8 ? OB_ROUTE_BATCH : OB_ROUTE_PER_COPY;
+    /* 16 KiB and up, as far as 1 MiB (128 x 1 MiB: 23.9 ms batched vs 20.2 ms). */
+    return OB_ROUTE_PER_COPY;
+}
 
 ob_category ob_route_category(const ob_copy *copy)
 {
@@ -34,13 +56,15 @@ ob_route ob_route_choose(ob_category category, size_t count, size_t bytes,
          * (1024 x 4 KiB: 20.7 ms batched vs 9.3 ms per-copy). */
         return OB_ROUTE_PER_COPY;
     case OB_CAT_H2D_PAGEABLE:
-        return bytes / count <= OB_PAGEABLE_H2D_BATCH_MAX_MEAN ? OB_ROUTE_BATCH
-                                                                : OB_ROUTE_PER_COPY;
+        return pageable_h2d(count, bytes / count);
     case OB_CAT_H2D_PINNED:
+        return pinned_h2d(count, bytes / count);
     case OB_CAT_D2H_PINNED:
+        /* Wins at every size and count measured: 1.02x (2 x 32 KiB) to 3.3x. */
     case OB_CAT_D2D:
+        /* Same-GPU batches cost about 1 us a copy, below a per-copy call. */
     case OB_CAT_MANAGED:
-        /* Pinned batches win or tie from two copies up (1024 x 8 B H2D: 0.43 ms vs 2.4 ms). */
+        /* 0.99-1.09x: no loss, and the location hints can only help. */
         return OB_ROUTE_BATCH;
     case OB_CAT_H2H:
     case OB_CAT_LONE:

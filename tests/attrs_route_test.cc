@@ -193,18 +193,33 @@ TEST(RouteChoice, DeviceToPageableNeverBatches)
 TEST(RouteChoice, PageableToDeviceBatchesOnlySmallPieces)
 {
     EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PAGEABLE, 1024, 1024 * 4096, kBatch, 0));
-    EXPECT_EQ(OB_ROUTE_BATCH,
-              ob_route_choose(OB_CAT_H2D_PAGEABLE, 16, 16 * 32 * 1024, kBatch, 0));
-    EXPECT_EQ(OB_ROUTE_PER_COPY,
-              ob_route_choose(OB_CAT_H2D_PAGEABLE, 16, 16 * 65536, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PAGEABLE, 2, 2 * 4096, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PAGEABLE, 8, 8 * 8192, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PAGEABLE, 4, 4 * 8192, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PAGEABLE, 128, 128 * 16384, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PAGEABLE, 16, 16 * 65536, kBatch, 0));
     EXPECT_EQ(OB_ROUTE_PER_COPY,
               ob_route_choose(OB_CAT_H2D_PAGEABLE, 128, 128 * 1048576, kBatch, 0));
 }
 
-TEST(RouteChoice, PinnedDeviceAndManagedGroupsBatch)
+TEST(RouteChoice, PinnedToDeviceAvoidsTheMidSizeValley)
 {
-    for (ob_category c : {OB_CAT_H2D_PINNED, OB_CAT_D2H_PINNED, OB_CAT_D2D, OB_CAT_MANAGED})
-        EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(c, 2, 2 * 1048576, kBatch, 0)) << c;
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 2, 2 * 8, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 2, 2 * 1024, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PINNED, 4, 4 * 4096, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 8, 8 * 4096, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 1024, 1024 * 4096, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PINNED, 128, 128 * 8192, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_PER_COPY, ob_route_choose(OB_CAT_H2D_PINNED, 128, 128 * 16384, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 2, 2 * 32768, kBatch, 0));
+    EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(OB_CAT_H2D_PINNED, 16, 16 * 1048576, kBatch, 0));
+}
+
+TEST(RouteChoice, DeviceToPinnedDeviceAndManagedGroupsBatch)
+{
+    for (ob_category c : {OB_CAT_D2H_PINNED, OB_CAT_D2D, OB_CAT_MANAGED})
+        for (size_t size : {8, 4096, 16384, 1048576})
+            EXPECT_EQ(OB_ROUTE_BATCH, ob_route_choose(c, 2, 2 * size, kBatch, 0)) << c << " " << size;
 }
 
 }  // namespace
