@@ -79,6 +79,11 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     if ((status = ob_device_resolve(device_num, "device_num", &device)) != OMPBATCH_OK)
         return status;
     CUstream chosen = (CUstream)stream;
+    if (chosen == CU_STREAM_LEGACY || chosen == CU_STREAM_PER_THREAD)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "stream %p is CUDA's %s stream, which cuMemcpyBatchAsync rejects; pass "
+                       "a stream of your own or NULL for the library's",
+                       stream, chosen == CU_STREAM_LEGACY ? "legacy default" : "per-thread");
     if (device.kind == OB_DEVICE_CUDA) {
         if (chosen == NULL && (status = ob_driver_own_stream(device.ordinal, &chosen)) !=
                                   OMPBATCH_OK)

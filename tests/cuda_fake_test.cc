@@ -817,6 +817,17 @@ TEST_F(FakeDriver, BatchesOnTheSecondDeviceUseItsContext)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
 }
 
+TEST_F(FakeDriver, TheLegacyAndPerThreadStreamsAreRefusedAtCreate)
+{
+    ompbatch_batch *b = nullptr;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, 0, CU_STREAM_LEGACY, nullptr));
+    EXPECT_TRUE(message_has("legacy default"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_create(&b, 0, CU_STREAM_PER_THREAD, nullptr));
+    EXPECT_TRUE(message_has("per-thread"));
+    EXPECT_EQ(nullptr, b);
+}
+
 TEST_F(FakeDriver, NoContextIsPushedWhenTheDevicesContextIsCurrent)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
