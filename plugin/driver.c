@@ -82,30 +82,34 @@ static ompbatch_batch_form form_for_version(int version)
     return OMPBATCH_FORM_PER_COPY;
 }
 
+/* OMPBATCH_BATCH_FORM may force a form; one the driver does not serve falls back to the
+ * automatic choice, with a warning since the user asked for something else. */
 static void choose_form(void)
 {
     state.form = form_for_version(state.version);
+    ompbatch_batch_form wanted;
+    int served;
     switch (ob_config_get()->form) {
-    case OB_FORM_AUTO:
-        return;
     case OB_FORM_FORCE_PER_COPY:
-        state.form = OMPBATCH_FORM_PER_COPY;
-        state.forced = 1;
-        return;
+        wanted = OMPBATCH_FORM_PER_COPY;
+        served = 1;
+        break;
     case OB_FORM_FORCE_13000:
-        if (state.fn.cuMemcpyBatchAsync_v13000 != NULL) {
-            state.form = OMPBATCH_FORM_V13000;
-            state.forced = 1;
-            return;
-        }
+        wanted = OMPBATCH_FORM_V13000;
+        served = state.fn.cuMemcpyBatchAsync_v13000 != NULL;
         break;
     case OB_FORM_FORCE_12080:
-        if (state.fn.cuMemcpyBatchAsync_v12080 != NULL) {
-            state.form = OMPBATCH_FORM_V12080;
-            state.forced = 1;
-            return;
-        }
+        wanted = OMPBATCH_FORM_V12080;
+        served = state.fn.cuMemcpyBatchAsync_v12080 != NULL;
         break;
+    case OB_FORM_AUTO:
+    default:
+        return;
+    }
+    if (served) {
+        state.form = wanted;
+        state.forced = 1;
+        return;
     }
     fprintf(stderr, "ompbatch: OMPBATCH_BATCH_FORM asks for a form driver %d does not serve; "
                     "using the automatic choice\n", state.version);

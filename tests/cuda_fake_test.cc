@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ompbatch.h"
+#include "tests/test_random.h"
 
 extern "C" {
 #include "plugin/driver.h"
@@ -23,25 +24,6 @@ namespace {
 
 const int H = OMPBATCH_HOST_DEVICE;
 
-uint64_t test_seed()
-{
-    static uint64_t seed = [] {
-        const char *env = std::getenv("OMPBATCH_TEST_SEED");
-        uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-        std::printf("OMPBATCH_TEST_SEED=%llu\n", static_cast<unsigned long long>(s));
-        return s;
-    }();
-    return seed;
-}
-
-std::vector<unsigned char> random_bytes(size_t n, uint64_t salt)
-{
-    std::mt19937_64 rng(test_seed() ^ (salt * 0x9e3779b97f4a7c15ULL));
-    std::vector<unsigned char> v(n);
-    for (auto &b : v)
-        b = static_cast<unsigned char>(rng());
-    return v;
-}
 
 bool message_has(const char *needle)
 {
