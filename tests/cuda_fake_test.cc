@@ -497,6 +497,23 @@ TEST_F(FakeDriver, LongPlansAreSplitAtMaxCopies)
         ASSERT_EQ(0, std::memcmp(dev.ptr + i * 128, pinned.ptr + i * 256, 64)) << i;
 }
 
+TEST_F(FakeDriver, MaxCopiesComesFromTheEnvironmentToo)
+{
+    setenv("OMPBATCH_MAX_COPIES", "10", 1);
+    load();
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    pinned.fill(21);
+    Batch batch;
+    for (int i = 0; i < 25; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(batch.b, dev.ptr + i * 128, 0, pinned.ptr + i * 256, H, 16, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(3u, fake().batch_record_count());
+    EXPECT_EQ(5u, last_batch().count);
+    EXPECT_EQ(0, std::memcmp(dev.ptr + 24 * 128, pinned.ptr + 24 * 256, 16));
+}
+
 TEST_F(FakeDriver, UsesTheCallersStream)
 {
     const ob_driver *d = ob_driver_get();

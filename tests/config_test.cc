@@ -1,0 +1,112 @@
+// Environment tunables (plugin/config.c) and verbose logging.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ompbatch.h"
+
+extern "C" {
+#include "plugin/config.h"
+}
+
+namespace {
+
+class Config : public ::testing::Test {
+protected:
+    void TearDown() override
+    {
+        for (const char *name : {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES",
+                                 "OMPBATCH_BATCH_FORM", "OMPBATCH_CUDA_LIBRARY"})
+            unsetenv(name);
+        ob_config_reload();
+    }
+    // Reloads the configuration and returns what it printed on stderr.
+    static std::string reload()
+    {
+        testing::internal::CaptureStderr();
+        ob_config_reload();
+        return testing::internal::GetCapturedStderr();
+    }
+};
+
+TEST_F(Config, DefaultsWithoutVariables)
+{
+    unsetenv("OMPBATCH_CUDA_LIBRARY");
+    EXPECT_EQ("", reload());
+    const ob_config *c = ob_config_get();
+    EXPECT_EQ(0, c->disable);
+    EXPECT_EQ(0, c->verbose);
+    EXPECT_EQ(4096u, c->max_copies);
+    EXPECT_EQ(OB_FORM_AUTO, c->form);
+    EXPECT_STREQ("libcuda.so.1", c->cuda_library);
+}
+
+TEST_F(Config, ReadsEveryVariable)
+{
+    setenv("OMPBATCH_DISABLE", "1", 1);
+    setenv("OMPBATCH_VERBOSE", "3", 1);
+    setenv("OMPBATCH_MAX_COPIES", "17", 1);
+    setenv("OMPBATCH_BATCH_FORM", "12080", 1);
+    setenv("OMPBATCH_CUDA_LIBRARY", "/opt/driver/libcuda.so.1", 1);
+    EXPECT_EQ("", reload());
+    const ob_config *c = ob_config_get();
+    EXPECT_EQ(1, c->disable);
+    EXPECT_EQ(3, c->verbose);
+    EXPECT_EQ(17u, c->max_copies);
+    EXPECT_EQ(OB_FORM_FORCE_12080, c->form);
+    EXPECT_STREQ("/opt/driver/libcuda.so.1", c->cuda_library);
+    setenv("OMPBATCH_BATCH_FORM", "percopy", 1);
+    reload();
+    EXPECT_EQ(OB_FORM_FORCE_PER_COPY, ob_config_get()->form);
+    setenv("OMPBATCH_BATCH_FORM", "13000", 1);
+    reload();
+    EXPECT_EQ(OB_FORM_FORCE_13000, ob_config_get()->form);
+}
+
+TEST_F(Config, BadValuesAreNamedAndReplacedByDefaults)
+{
+    setenv("OMPBATCH_DISABLE", "yes", 1);
+    setenv("OMPBATCH_VERBOSE", "9", 1);
+    setenv("OMPBATCH_MAX_COPIES", "0", 1);
+    setenv("OMPBATCH_BATCH_FORM", "fast", 1);
+    std::string err = reload();
+    EXPECT_NE(std::string::npos, err.find("ignoring OMPBATCH_DISABLE=\"yes\": expected an integer from 0 to 1"))
+        << err;
+    EXPECT_NE(std::string::npos, err.find("OMPBATCH_VERBOSE=\"9\"")) << err;
+    EXPECT_NE(std::string::npos, err.find("OMPBATCH_MAX_COPIES=\"0\"")) << err;
+    EXPECT_NE(std::string::npos, err.find("OMPBATCH_BATCH_FORM=\"fast\": expected auto, 13000"))
+        << err;
+    const ob_config *c = ob_config_get();
+    EXPECT_EQ(0, c->disable);
+    EXPECT_EQ(0, c->verbose);
+    EXPECT_EQ(4096u, c->max_copies);
+    EXPECT_EQ(OB_FORM_AUTO, c->form);
+}
+
+TEST_F(Config, VerboseLoggingReportsPlansAndErrors)
+{
+    setenv("OMPBATCH_VERBOSE", "2", 1);
+    reload();
+    char a[64] = "0123456789abcdefghijklmnopqrstuvwxyz", b[64];
+    ompbatch_batch *batch = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&batch, OMPBATCH_HOST_DEVICE, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch, b, -1, a, -1, 16, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch, b + 32, -1, a + 32, -1, 4, 0));
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_add(batch, b, -1, a, -1, 4, 0));
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(std::string::npos, err.find("ompbatch: device -1: 2 copies -> 2 planned")) << err;
+    EXPECT_NE(std::string::npos, err.find("ompbatch: error: the batch was submitted")) << err;
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(batch));
+    // Level 0 prints nothing.
+    unsetenv("OMPBATCH_VERBOSE");
+    reload();
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_submit(nullptr));
+    EXPECT_EQ("", testing::internal::GetCapturedStderr());
+}
+
+}  // namespace
