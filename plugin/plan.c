@@ -198,7 +198,8 @@ static int compute_levels(ob_plan_scratch *scratch, ob_copy *copies, size_t coun
     if (status != OMPBATCH_OK)
         return status;
     /* Sorted by the later copy, every pair's earlier copy has its final level when read. */
-    qsort(conflicts, conflict_count, sizeof(*conflicts), compare_conflict);
+    if (conflict_count > 1)
+        qsort(conflicts, conflict_count, sizeof(*conflicts), compare_conflict);
     unsigned levels = 1;
     for (size_t c = 0; c < conflict_count; c++) {
         unsigned need = copies[conflicts[c].earlier].level + 1;
