@@ -212,7 +212,8 @@ typedef enum ompbatch_path {
 
 typedef struct ompbatch_stats {
     size_t struct_size;       /* sizeof(ompbatch_stats) before the call */
-    uint64_t copies_added;    /* copies given to the batch, zero-byte ones included */
+    uint64_t copies_added;    /* copies given to the batch, zero-byte ones included; counts
+                                 from the add on, all other fields from the last submit */
     uint64_t copies_zero;     /* zero-byte copies skipped */
     uint64_t copies_planned;  /* copies after merging contiguous neighbours */
     uint64_t attr_groups;     /* attribute entries passed to the driver, summed over calls */

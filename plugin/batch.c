@@ -399,9 +399,12 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
                        "stats->struct_size is %zu; set it to sizeof(ompbatch_stats)",
                        stats->struct_size);
     /* A newer, larger struct gets zeros in the fields this library does not know. */
+    /* Copies added count as soon as they are added; the rest describes the last submit. */
+    ompbatch_stats current = batch->stats;
+    current.copies_added = batch->count;
     size_t size = stats->struct_size;
     size_t known = size < sizeof(*stats) ? size : sizeof(*stats);
-    memcpy(stats, &batch->stats, known);
+    memcpy(stats, &current, known);
     memset((unsigned char *)stats + known, 0, size - known);
     stats->struct_size = size;
     return OMPBATCH_OK;

@@ -123,6 +123,8 @@ TEST(BatchAdd, RejectsBadCopiesNamingTheCopyIndex)
     Batch batch;
     char a[16], b[16];
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 16, 0));
+    EXPECT_EQ(1u, batch.stats().copies_added);
+    EXPECT_EQ(0u, batch.stats().copies_planned);
     EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add(batch.b, nullptr, H, a, H, 4, 0));
     EXPECT_TRUE(message_has("copy 1: dst is NULL")) << ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add(batch.b, b, H, nullptr, H, 4, 0));
