@@ -221,6 +221,72 @@ TEST_F(FakeDriver, AnUnopenableLibraryIsReported)
     load();
 }
 
+TEST_F(FakeDriver, ALibraryWithoutCuGetProcAddressIsNoDriver)
+{
+    setenv("OMPBATCH_CUDA_LIBRARY", "libm.so.6", 1);
+    ob_driver_reload_for_testing();
+    EXPECT_EQ(0, ob_driver_get()->loaded);
+    EXPECT_NE(nullptr, std::strstr(ob_driver_get()->reason, "has no cuGetProcAddress"))
+        << ob_driver_get()->reason;
+    setenv("OMPBATCH_CUDA_LIBRARY", fake_library_path().c_str(), 1);
+}
+
+TEST_F(FakeDriver, ADriverThatCannotCountDevicesIsNoDriver)
+{
+    fake().deinit();
+    ASSERT_EQ(0, fake().inject_failure("cuDeviceGetCount", 1, CUDA_ERROR_UNKNOWN));
+    ob_driver_reload_for_testing();
+    EXPECT_EQ(0, ob_driver_get()->loaded);
+    EXPECT_NE(nullptr, std::strstr(ob_driver_get()->reason, "cannot query"));
+}
+
+TEST_F(FakeDriver, AFailedContextPopIsReported)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuCtxPopCurrent", 1, CUDA_ERROR_INVALID_CONTEXT));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("cuCtxPopCurrent failed")) << ompbatch_last_error();
+    // The copy itself was enqueued and completes.
+    EXPECT_EQ(1u, batch.stats().copies_done);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    // The failed pop left the context pushed; take it off for the next tests.
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
+TEST_F(FakeDriver, OneShotCopiesBetweenTwoDevicesAreNotSupportedYet)
+{
+    Buffer a(DEVICE, 4096, 0), b(DEVICE, 4096, 1);
+    void *dst[] = {b.ptr};
+    const void *src[] = {a.ptr};
+    size_t len[] = {64};
+    EXPECT_EQ(OMPBATCH_ERR_UNSUPPORTED,
+              ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 1, 1, 0));
+    EXPECT_TRUE(message_has("between two devices (1 and 0)")) << ompbatch_last_error();
+}
+
+TEST_F(FakeDriver, OneShotWithinOneDeviceAndFromIt)
+{
+    Buffer a(DEVICE, 4096), b(DEVICE, 4096);
+    std::vector<unsigned char> host(4096, 0xA5);
+    a.fill(22);
+    void *dst[] = {b.ptr, b.ptr + 1024};
+    const void *src[] = {a.ptr, a.ptr + 2048};
+    size_t len[] = {512, 300};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 2, 0, 0))
+        << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(b.ptr, a.ptr, 512));
+    EXPECT_EQ(0, std::memcmp(b.ptr + 1024, a.ptr + 2048, 300));
+    void *hdst[] = {host.data(), host.data() + 2048};
+    const void *dsrc[] = {b.ptr, b.ptr + 1024};
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_target_memcpy_batch(hdst, dsrc, len, nullptr, nullptr, 2, H, 0));
+    EXPECT_EQ(0, std::memcmp(host.data(), a.ptr, 512));
+    EXPECT_EQ(0, std::memcmp(host.data() + 2048, a.ptr + 2048, 300));
+    EXPECT_EQ(0xA5, host[512]);
+}
+
 // ---- copies --------------------------------------------------------------------------------
 
 // n pieces of `size` bytes with gaps, from host kind `kind` to the device and back.
