@@ -38,6 +38,8 @@
 #define BIG_CELL_REPEATS 5
 #define MIN_REPEATS 5
 #define CELL_BUDGET_US 2.0e6
+#define SMALL_CELL_FACTOR 5
+#define SMALL_CELL_BUDGET_US 0.1e6
 /* A cell counts as slower than per-copy when the library takes this much longer. */
 #define SLOWER_RATIO 1.05
 /* How many of those cells the summary names. */
@@ -366,6 +368,10 @@ static int batch_once(ompbatch_batch *batch, const transfer *t, double *us)
 static int choose_repeats(const options *o, const cell *c, double warm_pair_us)
 {
     int repeats = o->repeats;
+    /* Cells of a few tens of microseconds are the noisiest and the cheapest: give them up to
+     * SMALL_CELL_FACTOR times the runs, still inside SMALL_CELL_BUDGET_US. */
+    if (warm_pair_us > 0 && warm_pair_us * repeats * SMALL_CELL_FACTOR < SMALL_CELL_BUDGET_US)
+        repeats *= SMALL_CELL_FACTOR;
     if (c->count * c->size > BIG_CELL_BYTES && repeats > BIG_CELL_REPEATS)
         repeats = BIG_CELL_REPEATS;
     if (warm_pair_us > 0 && repeats > MIN_REPEATS && warm_pair_us * repeats > CELL_BUDGET_US) {
