@@ -238,16 +238,23 @@ static int slot_context(int ordinal, CUcontext *out)
     return status;
 }
 
+/* The loaded driver and the retained primary context of a CUDA device. */
+static int device_context(int ordinal, const ob_driver **driver, CUcontext *context)
+{
+    int status = ob_driver_require(driver);
+    if (status == OMPBATCH_OK)
+        status = check_ordinal(ordinal);
+    if (status == OMPBATCH_OK)
+        status = slot_context(ordinal, context);
+    return status;
+}
+
 int ob_driver_push_context(int ordinal)
 {
     const ob_driver *driver;
-    int status = ob_driver_require(&driver);
-    if (status != OMPBATCH_OK)
-        return status;
-    if ((status = check_ordinal(ordinal)) != OMPBATCH_OK)
-        return status;
     CUcontext context;
-    if ((status = slot_context(ordinal, &context)) != OMPBATCH_OK)
+    int status = device_context(ordinal, &driver, &context);
+    if (status != OMPBATCH_OK)
         return status;
     return OB_CU(driver, cuCtxPushCurrent, context);
 }
@@ -256,18 +263,12 @@ int ob_driver_enter_context(int ordinal, int *pushed)
 {
     *pushed = 0;
     const ob_driver *driver;
-    int status = ob_driver_require(&driver);
-    if (status != OMPBATCH_OK)
-        return status;
-    if ((status = check_ordinal(ordinal)) != OMPBATCH_OK)
-        return status;
     CUcontext wanted, current = NULL;
-    if ((status = slot_context(ordinal, &wanted)) != OMPBATCH_OK)
+    int status = device_context(ordinal, &driver, &wanted);
+    if (status == OMPBATCH_OK)
+        status = OB_CU(driver, cuCtxGetCurrent, &current);
+    if (status != OMPBATCH_OK || current == wanted)
         return status;
-    if ((status = OB_CU(driver, cuCtxGetCurrent, &current)) != OMPBATCH_OK)
-        return status;
-    if (current == wanted)
-        return OMPBATCH_OK;
     if ((status = OB_CU(driver, cuCtxPushCurrent, wanted)) != OMPBATCH_OK)
         return status;
     *pushed = 1;
