@@ -72,6 +72,13 @@ int ob_attrs_compare(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b)
     return c;
 }
 
+int ob_attrs_equal(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b)
+{
+    return a->srcAccessOrder == b->srcAccessOrder && a->flags == b->flags &&
+           a->srcLocHint.type == b->srcLocHint.type && a->srcLocHint.id == b->srcLocHint.id &&
+           a->dstLocHint.type == b->dstLocHint.type && a->dstLocHint.id == b->dstLocHint.id;
+}
+
 const char *ob_access_order_name(CUmemcpySrcAccessOrder order)
 {
     switch (order) {

@@ -17,6 +17,9 @@ void ob_attrs_infer(const ob_attr_context *context, ob_copy *copy);
 /* Total order on attributes, so equal ones sort next to each other. */
 int ob_attrs_compare(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b);
 
+/* Whether two attributes are the same (cheaper than the order when only equality matters). */
+int ob_attrs_equal(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b);
+
 const char *ob_access_order_name(CUmemcpySrcAccessOrder order);
 
 #endif

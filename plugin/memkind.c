@@ -109,8 +109,14 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
         out->ordinal = -1;
         return OMPBATCH_OK;
     }
+    if (cache->last < cache->count && cache->ranges[cache->last].start <= ptr &&
+        ptr < cache->ranges[cache->last].end) {
+        *out = cache->ranges[cache->last].info;
+        return OMPBATCH_OK;
+    }
     size_t at = lower_bound(cache, ptr);
     if (at < cache->count && cache->ranges[at].start <= ptr) {
+        cache->last = at;
         *out = cache->ranges[at].info;
         return OMPBATCH_OK;
     }
@@ -134,6 +140,7 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
 void ob_mem_cache_clear(ob_mem_cache *cache)
 {
     cache->count = 0;
+    cache->last = 0;
 }
 
 void ob_mem_cache_free(ob_mem_cache *cache)

@@ -17,6 +17,7 @@ typedef struct ob_mem_cache {
     size_t count;
     size_t capacity;
     uint64_t queries;     /* driver calls made, for tests and stats */
+    size_t last;          /* index of the last range found: neighbouring copies share one */
 } ob_mem_cache;
 
 /* Fills *out for ptr. Allocations the driver knows are cached by their whole range; pageable

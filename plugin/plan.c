@@ -277,7 +277,7 @@ static int can_merge(const ob_copy *a, const ob_copy *b)
 {
     return a->level == b->level && a->category == b->category &&
            a->dst_side == b->dst_side && a->src_side == b->src_side &&
-           ob_attrs_compare(&a->attr, &b->attr) == 0 && a->dst + a->bytes == b->dst &&
+           ob_attrs_equal(&a->attr, &b->attr) && a->dst + a->bytes == b->dst &&
            a->src + a->bytes == b->src && same_allocation(&a->dst_mem, &b->dst_mem) &&
            same_allocation(&a->src_mem, &b->src_mem);
 }
@@ -337,7 +337,7 @@ static int add_step(ob_plan *plan, ob_route route, unsigned level, size_t begin,
         return OMPBATCH_OK;
     step->attr_begin = plan->attr_count;
     for (size_t i = begin; i < end; i++) {
-        if (i > begin && ob_attrs_compare(&plan->copies[i].attr, &plan->copies[i - 1].attr) == 0)
+        if (i > begin && ob_attrs_equal(&plan->copies[i].attr, &plan->copies[i - 1].attr))
             continue;
         size_t n = plan->attr_count + 1;
         if ((status = reserve((void **)&plan->attrs, &plan->attr_capacity, n,

@@ -142,6 +142,27 @@ TEST(AttrCompare, IsATotalOrderThatSeparatesEveryField)
     EXPECT_NE(0, ob_attrs_compare(&base, &other));
 }
 
+TEST(AttrEqual, AgreesWithTheOrderOnEveryField)
+{
+    CUmemcpyAttributes base;
+    std::memset(&base, 0, sizeof(base));
+    base.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    EXPECT_TRUE(ob_attrs_equal(&base, &base));
+    for (int field = 0; field < 6; field++) {
+        CUmemcpyAttributes other = base;
+        switch (field) {
+        case 0: other.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY; break;
+        case 1: other.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST; break;
+        case 2: other.srcLocHint.id = 1; break;
+        case 3: other.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE; break;
+        case 4: other.dstLocHint.id = 2; break;
+        default: other.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE; break;
+        }
+        EXPECT_FALSE(ob_attrs_equal(&base, &other)) << "field " << field;
+        EXPECT_NE(0, ob_attrs_compare(&base, &other)) << "field " << field;
+    }
+}
+
 ob_category category_of(ob_mem_kind src, ob_mem_kind dst)
 {
     ob_copy c = classified(src, OB_SIDE_HOST, dst, OB_SIDE_HOST);
