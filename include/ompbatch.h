@@ -136,8 +136,10 @@ OMPBATCH_API int ompbatch_get_driver_info(ompbatch_driver_info *info);
  * src_offset may be NULL (all zero). Returns when every copy is complete. Copies are done in an
  * order equivalent to index order: where a destination overlaps an earlier copy's source or
  * destination, the later copy sees the earlier one's effect. Zero-length copies are skipped
- * (their pointers may be NULL). On failure nothing after the failing copy was started; copies
- * before it may have been performed. */
+ * (their pointers may be NULL). Arguments are checked before anything is copied; if the driver
+ * fails a copy, some of the other copies may have been performed (the library orders copies by
+ * dependency level and address, not by index), so the destinations' contents are then
+ * unspecified. The call waits for whatever was started before it returns. */
 OMPBATCH_API int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src,
                                               const size_t *length, const size_t *dst_offset,
                                               const size_t *src_offset, size_t count,
@@ -183,7 +185,9 @@ OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr
 
 /* Plans the copies added so far and enqueues them on the batch's stream: one driver batch call
  * per sub-batch. Returns before device copies complete (host-backend copies are complete).
- * After submit, only wait, stats, describe, reset and destroy are allowed. */
+ * On a driver failure no later sub-batch is started; stats.copies_done counts the planned
+ * copies that were enqueued. After submit, only wait, stats, describe, reset, forget_memory and
+ * destroy are allowed. */
 OMPBATCH_API int ompbatch_batch_submit(ompbatch_batch *batch);
 
 /* Waits until every submitted copy is complete. */
