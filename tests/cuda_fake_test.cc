@@ -915,6 +915,55 @@ TEST_F(FakeDriver, NoContextIsPushedWhenTheDevicesContextIsCurrent)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
 }
 
+// Random batches over every memory kind and direction, with overlaps, map types and options,
+// against a model that performs the copies one after another in the order added. The fake runs
+// batch entries in reverse, reads ANY sources late and DURING_API_CALL sources early, so any
+// ordering the library gets wrong shows up in the bytes.
+TEST_F(FakeDriver, RandomBatchesMatchSequentialCopies)
+{
+    const size_t arena = 16384;
+    Buffer pageable(PAGEABLE, arena), pinned(PINNED, arena), managed(MANAGED, arena);
+    Buffer dev(DEVICE, arena), dev2(DEVICE, arena);
+    Buffer *buffers[] = {&pageable, &pinned, &managed, &dev, &dev2};
+    const bool on_device[] = {false, false, false, true, true};
+    std::mt19937_64 rng(test_seed() + 4242);
+    for (int round = 0; round < 200; round++) {
+        std::vector<std::vector<unsigned char>> model;
+        for (size_t b = 0; b < 5; b++) {
+            buffers[b]->fill(round * 8 + b);
+            model.emplace_back(buffers[b]->ptr, buffers[b]->ptr + arena);
+        }
+        ompbatch_batch_options o{};
+        o.struct_size = sizeof(o);
+        o.max_copies = 1 + rng() % 8;
+        o.synchronous = static_cast<int>(rng() % 2);
+        o.prefer_overlap = static_cast<int>(rng() % 2);
+        Batch batch(0, nullptr, &o);
+        size_t copies = 1 + rng() % 24;
+        for (size_t i = 0; i < copies; i++) {
+            size_t d = rng() % 5, s = rng() % 5;
+            size_t bytes = (rng() % 3 == 0) ? 1 + rng() % 2048 : 1 + rng() % 64;
+            size_t to = rng() % (arena - bytes), from = rng() % (arena - bytes);
+            if (rng() % 4 == 0)  // contiguous runs, so merging happens too
+                to = (to / 64) * 64, from = (from / 64) * 64, bytes = 64;
+            if (d == s && to < from + bytes && from < to + bytes)
+                continue;  // a copy may not overlap itself
+            uint64_t map = rng() % 5 == 0 ? OMPBATCH_MAP_LITERAL : 0;
+            int dn = on_device[d] ? 0 : H, sn = on_device[s] ? 0 : H;
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, buffers[d]->ptr + to, dn,
+                                                      buffers[s]->ptr + from, sn, bytes, map))
+                << ompbatch_last_error();
+            std::memmove(&model[d][to], &model[s][from], bytes);
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << "round " << round << ": "
+                                                               << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        for (size_t b = 0; b < 5; b++)
+            ASSERT_EQ(0, std::memcmp(buffers[b]->ptr, model[b].data(), arena))
+                << "round " << round << ", buffer " << b;
+    }
+}
+
 TEST_F(FakeDriver, ThreadsWithTheirOwnBatchesShareTheDevice)
 {
     std::vector<std::thread> threads;
