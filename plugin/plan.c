@@ -293,8 +293,8 @@ static size_t merge_neighbours(ob_copy *copies, size_t count)
             copies[out].merged += copies[i].merged;
             if (copies[i].index < copies[out].index)
                 copies[out].index = copies[i].index;
-        } else {
-            copies[++out] = copies[i];
+        } else if (++out != i) {
+            copies[out] = copies[i];
         }
     }
     return out + 1;
