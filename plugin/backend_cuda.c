@@ -1,6 +1,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "backend.h"
 #include "error.h"
 
@@ -8,13 +9,13 @@ static int reserve_scratch(ob_exec *exec, size_t needed)
 {
     if (needed <= exec->scratch_capacity)
         return OMPBATCH_OK;
-    CUdeviceptr *dsts = realloc(exec->dsts, needed * sizeof(*dsts));
+    CUdeviceptr *dsts = ob_realloc(exec->dsts, needed * sizeof(*dsts));
     if (dsts != NULL)
         exec->dsts = dsts;
-    CUdeviceptr *srcs = realloc(exec->srcs, needed * sizeof(*srcs));
+    CUdeviceptr *srcs = ob_realloc(exec->srcs, needed * sizeof(*srcs));
     if (srcs != NULL)
         exec->srcs = srcs;
-    size_t *sizes = realloc(exec->sizes, needed * sizeof(*sizes));
+    size_t *sizes = ob_realloc(exec->sizes, needed * sizeof(*sizes));
     if (sizes != NULL)
         exec->sizes = sizes;
     if (dsts == NULL || srcs == NULL || sizes == NULL)

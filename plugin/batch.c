@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "backend.h"
 #include "batch.h"
 #include "config.h"
@@ -93,7 +94,7 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
                        "stream must be NULL for device %d, which is not a CUDA device",
                        device_num);
     }
-    ompbatch_batch *batch = calloc(1, sizeof(*batch));
+    ompbatch_batch *batch = ob_calloc(1, sizeof(*batch));
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a batch");
     batch->device = device;
@@ -159,7 +160,7 @@ static int append(ompbatch_batch *batch, const ob_copy *copy)
 {
     if (batch->count == batch->capacity) {
         size_t capacity = batch->capacity ? batch->capacity * 2 : 64;
-        ob_copy *grown = realloc(batch->copies, capacity * sizeof(*grown));
+        ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
         if (grown == NULL)
             return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies",
                            capacity);

@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include "alloc.h"
 #include "driver.h"
 
 #include <dlfcn.h>
@@ -147,7 +148,7 @@ static void load_locked(void)
         return;
     }
     if (state.device_count > 0) {
-        slots = calloc((size_t)state.device_count, sizeof(*slots));
+        slots = ob_calloc((size_t)state.device_count, sizeof(*slots));
         if (slots == NULL) {
             set_reason("out of memory");
             return;

@@ -1,3 +1,4 @@
+#include "alloc.h"
 #include "memkind.h"
 
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static int insert(ob_mem_cache *cache, size_t at, const ob_mem_range *range)
 {
     if (cache->count == cache->capacity) {
         size_t capacity = cache->capacity ? cache->capacity * 2 : 64;
-        ob_mem_range *grown = realloc(cache->ranges, capacity * sizeof(*grown));
+        ob_mem_range *grown = ob_realloc(cache->ranges, capacity * sizeof(*grown));
         if (grown == NULL)
             return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the memory-kind cache");
         cache->ranges = grown;

@@ -1,3 +1,4 @@
+#include "alloc.h"
 #include "plan.h"
 
 #include <inttypes.h>
@@ -16,7 +17,7 @@ static int reserve(void **items, size_t *capacity, size_t needed, size_t item_si
     size_t grown = *capacity ? *capacity : 16;
     while (grown < needed)
         grown *= 2;
-    void *p = realloc(*items, grown * item_size);
+    void *p = ob_realloc(*items, grown * item_size);
     if (p == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a plan of %zu entries", needed);
     *items = p;
@@ -114,7 +115,7 @@ static int compare_conflict(const void *a, const void *b)
  * so the usual case (no overlap at all) costs one sort. */
 static int collect_conflicts(const ob_interval *sorted, size_t n, conflict **out, size_t *out_count)
 {
-    size_t *open = malloc((n ? n : 1) * sizeof(*open));
+    size_t *open = ob_malloc((n ? n : 1) * sizeof(*open));
     conflict *conflicts = NULL;
     size_t count = 0, capacity = 0, open_count = 0;
     int status = OMPBATCH_OK;

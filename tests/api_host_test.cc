@@ -14,6 +14,7 @@
 #include "tests/test_random.h"
 
 extern "C" {
+#include "plugin/alloc.h"
 #include "plugin/omp_runtime.h"
 }
 
@@ -359,6 +360,37 @@ TEST(Threads, BatchesOnDifferentThreadsAreIndependent)
         th.join();
     for (int t = 0; t < 8; t++)
         EXPECT_EQ(1, ok[t]) << "thread " << t;
+}
+
+// Every allocation of a host batch's life fails in turn: each run either completes with the
+// right bytes or stops with OMPBATCH_ERR_NO_MEMORY and a message, and never crashes.
+TEST(OutOfMemory, EveryAllocationFailureIsReportedCleanly)
+{
+    std::vector<unsigned char> src = random_bytes(1 << 16, 31);
+    int failures = 0;
+    for (long allowed = 0; allowed < 200; allowed++) {
+        std::vector<unsigned char> dst(1 << 16, 0xA5);
+        ob_alloc_fail_after_for_testing(allowed);
+        ompbatch_batch *b = nullptr;
+        int status = ompbatch_batch_create(&b, H, nullptr, nullptr);
+        for (int i = 0; i < 300 && status == OMPBATCH_OK; i++)  // overlapping: two levels
+            status = ompbatch_batch_add(b, &dst[i * 128], H, i % 2 ? &dst[(i - 1) * 128] : &src[i * 200],
+                                        H, 100, 0);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(b);
+        ob_alloc_fail_after_for_testing(-1);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+        if (status == OMPBATCH_OK) {
+            for (int i = 0; i < 300; i += 2)
+                ASSERT_EQ(0, std::memcmp(&dst[i * 128], &src[i * 200], 100)) << i;
+            break;
+        }
+        EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY, status) << "allocation " << allowed;
+        EXPECT_NE(std::string::npos, std::string(ompbatch_last_error()).find("cannot"))
+            << ompbatch_last_error();
+        failures++;
+    }
+    EXPECT_GE(failures, 4);  // create, add growth, plan, dependency sweep
 }
 
 // ---- mapped transfers through a stand-in OpenMP runtime (host offload: no CUDA) ----------

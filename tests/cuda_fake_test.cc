@@ -15,6 +15,7 @@
 #include "tests/test_random.h"
 
 extern "C" {
+#include "plugin/alloc.h"
 #include "plugin/driver.h"
 #include "plugin/omp_runtime.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
@@ -962,6 +963,42 @@ TEST_F(FakeDriver, RandomBatchesMatchSequentialCopies)
             ASSERT_EQ(0, std::memcmp(buffers[b]->ptr, model[b].data(), arena))
                 << "round " << round << ", buffer " << b;
     }
+}
+
+TEST_F(FakeDriver, EveryAllocationFailureOfADeviceBatchIsReportedCleanly)
+{
+    Buffer pageable(PAGEABLE, 1 << 16), pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    pageable.fill(23);
+    pinned.fill(24);
+    int failures = 0;
+    for (long allowed = 0; allowed < 300; allowed++) {
+        std::memset(dev.ptr, 0xA5, 1 << 16);
+        ob_alloc_fail_after_for_testing(allowed);
+        ompbatch_batch *b = nullptr;
+        int status = ompbatch_batch_create(&b, 0, nullptr, nullptr);
+        for (int i = 0; i < 100 && status == OMPBATCH_OK; i++) {  // many pages: cache growth
+            unsigned char *src = i % 2 ? pinned.ptr + i * 512 : pageable.ptr + i * 600;
+            status = ompbatch_batch_add(b, dev.ptr + i * 512, 0, src, H, 64, 0);
+        }
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(b);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(b);
+        ob_alloc_fail_after_for_testing(-1);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+        if (status == OMPBATCH_OK) {
+            for (int i = 0; i < 100; i++) {
+                unsigned char *src = i % 2 ? pinned.ptr + i * 512 : pageable.ptr + i * 600;
+                ASSERT_EQ(0, std::memcmp(dev.ptr + i * 512, src, 64)) << i;
+            }
+            break;
+        }
+        EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY, status) << "allocation " << allowed << ": "
+                                                  << ompbatch_last_error();
+        failures++;
+    }
+    EXPECT_GE(failures, 5);  // create, add growth, cache growth, plan, scratch arrays
+    EXPECT_EQ(0, fake().ctx_stack_depth());
 }
 
 TEST_F(FakeDriver, ThreadsWithTheirOwnBatchesShareTheDevice)

@@ -1,0 +1,17 @@
+/* Heap allocation for the library, with a seam that makes the Nth allocation fail so tests can
+ * reach every out-of-memory path. */
+#ifndef OMPBATCH_PLUGIN_ALLOC_H
+#define OMPBATCH_PLUGIN_ALLOC_H
+
+#include <stddef.h>
+
+void *ob_malloc(size_t size);
+void *ob_calloc(size_t count, size_t size);
+void *ob_realloc(void *ptr, size_t size);
+
+/* After `successes` more successful allocations, every allocation fails (returns NULL) until
+ * the seam is reset with a negative value. For tests only; not thread-safe with concurrent
+ * library use. */
+void ob_alloc_fail_after_for_testing(long successes);
+
+#endif
