@@ -123,7 +123,6 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
     }
     ob_mem_range range;
     memset(&range, 0, sizeof(range));
-    cache->queries++;
     int status = query_driver(driver, ptr, &range);
     if (status != OMPBATCH_OK)
         return status;

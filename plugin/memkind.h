@@ -16,7 +16,6 @@ typedef struct ob_mem_cache {
     ob_mem_range *ranges; /* sorted by start, disjoint */
     size_t count;
     size_t capacity;
-    uint64_t queries;     /* driver calls made, for tests and stats */
     size_t last;          /* index of the last range found: neighbouring copies share one */
 } ob_mem_cache;
 
