@@ -226,6 +226,7 @@ typedef struct ompbatch_stats {
     uint64_t bytes;           /* bytes in the plan */
     uint64_t copies_done;     /* planned copies enqueued successfully */
     unsigned paths;           /* OR of ompbatch_path values used */
+    uint64_t batch_calls;     /* the cuMemcpyBatchAsync calls among driver_calls */
 } ompbatch_stats;
 
 /* Copies the batch's statistics into *stats (struct_size must be set). */
@@ -236,6 +237,53 @@ OMPBATCH_API int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_
  * receives the length without the NUL. Plans on demand if the batch was not submitted. */
 OMPBATCH_API int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size,
                                          size_t *needed);
+
+
+/* ---------------------------------------------------------------------------------------- */
+/* The OpenMP hook                                                                           */
+/*                                                                                           */
+/* Linked before the OpenMP runtime (-lompbatch on the link line of a clang offload program)  */
+/* or preloaded (LD_PRELOAD=libompbatch.so), the library interposes libomptarget's data      */
+/* entry points: it makes the transfers it can prove safe itself, one batch per construct,   */
+/* and forwards everything else unchanged. README.md ("The OpenMP hook") says what is        */
+/* batched and what is forwarded. OMPBATCH_DISABLE=1 makes the hook a pure pass-through.     */
+
+typedef enum ompbatch_hook_state {
+    OMPBATCH_HOOK_NOT_LOADED = 0, /* no offload program has called into the hook yet */
+    OMPBATCH_HOOK_ACTIVE = 1,     /* batching */
+    OMPBATCH_HOOK_PASS_THROUGH = 2 /* forwarding everything (disabled, or a runtime the hook
+                                      does not know; OMPBATCH_VERBOSE says why) */
+} ompbatch_hook_state;
+
+typedef struct ompbatch_hook_stats {
+    size_t struct_size;           /* sizeof(ompbatch_hook_stats) before the call */
+    int state;                    /* ompbatch_hook_state */
+    int runtime_major;            /* libomptarget's LLVM major version, 0 if unknown */
+    uint64_t constructs;          /* data constructs seen (begin, end, update; nowait too) */
+    uint64_t kernels;             /* target regions seen (__tgt_target_kernel) */
+    uint64_t items;               /* map items of the data constructs */
+    uint64_t update_batched;      /* target update items the hook copied itself */
+    uint64_t enter_batched;       /* begin items whose `to` copy the hook made itself */
+    uint64_t exit_batched;        /* end items whose `from` copy the hook made itself */
+    uint64_t items_forwarded;     /* items left to the runtime (with or without copies) */
+    uint64_t batches;             /* batches the hook submitted */
+    uint64_t bytes_batched;       /* bytes those batches copied */
+    uint64_t driver_batch_calls;  /* cuMemcpyBatchAsync calls those batches made */
+    unsigned paths;               /* OR of ompbatch_path values those batches used */
+} ompbatch_hook_stats;
+
+/* Copies the hook's process-wide statistics into *stats (struct_size must be set). */
+OMPBATCH_API int ompbatch_hook_get_stats(ompbatch_hook_stats *stats);
+
+/* Sets every counter of the hook's statistics to zero. */
+OMPBATCH_API int ompbatch_hook_reset_stats(void);
+
+/* Turns batching on (1) or off (0) for the whole process, from then on: off, every call is
+ * forwarded unchanged, as with OMPBATCH_DISABLE=1 (which wins: with it set, 1 is refused with
+ * OMPBATCH_ERR_BAD_STATE). Meant for timing a program with and without the hook in one run;
+ * call it between constructs, not while other threads are inside one. Returns the previous
+ * setting (0 or 1) or a negative status. */
+OMPBATCH_API int ompbatch_hook_set_enabled(int enabled);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@ typedef struct ob_exec {
     CUstream stream;
     size_t done;               /* planned copies enqueued (or performed) successfully */
     size_t driver_calls;
+    size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
     int stream_busy;           /* device work enqueued since the last synchronisation */
     /* Scratch arrays for one driver batch call, grown as needed. */
     CUdeviceptr *dsts;

@@ -55,6 +55,7 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t *idxs = &plan->attr_idxs[step->attr_begin];
     size_t fail = SIZE_MAX;
     exec->driver_calls++;
+    exec->batch_calls++;
     if (driver->form == OMPBATCH_FORM_V12080)
         status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->dsts, exec->srcs, exec->sizes, n,
                        attrs, idxs, step->attr_count, &fail, exec->stream);

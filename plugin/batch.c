@@ -79,6 +79,16 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     ob_device device;
     if ((status = ob_device_resolve(device_num, "device_num", &device)) != OMPBATCH_OK)
         return status;
+    return ob_batch_create_on(out, &device, stream, &opts);
+}
+
+int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *stream,
+                       const ompbatch_batch_options *options)
+{
+    int status;
+    ob_device device = *resolved;
+    ompbatch_batch_options opts = *options;
+    *out = NULL;
     CUstream chosen = (CUstream)stream;
     if (chosen == CU_STREAM_LEGACY || chosen == CU_STREAM_PER_THREAD)
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
@@ -92,7 +102,7 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     } else if (chosen != NULL) {
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                        "stream must be NULL for device %d, which is not a CUDA device",
-                       device_num);
+                       device.number);
     }
     ompbatch_batch *batch = ob_calloc(1, sizeof(*batch));
     if (batch == NULL)
@@ -289,6 +299,7 @@ static void update_stats(ompbatch_batch *batch)
     stats->attr_groups = plan->attr_count;
     stats->sub_batches = plan->step_count;
     stats->driver_calls = batch->exec.driver_calls;
+    stats->batch_calls = batch->exec.batch_calls;
     stats->bytes = plan->bytes;
     stats->copies_done = batch->exec.done;
     stats->paths = 0;
@@ -355,6 +366,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     batch->state = BATCH_OPEN;
     batch->exec.done = 0;
     batch->exec.driver_calls = 0;
+    batch->exec.batch_calls = 0;
     ob_plan_clear(&batch->plan);
     memset(&batch->stats, 0, sizeof(batch->stats));
     batch->stats.struct_size = sizeof(batch->stats);

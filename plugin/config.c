@@ -55,6 +55,7 @@ static void read_environment(void)
 {
     current.disable = (int)read_long("OMPBATCH_DISABLE", 0, 0, 1);
     current.verbose = (int)read_long("OMPBATCH_VERBOSE", 0, 0, 3);
+    current.stats = (int)read_long("OMPBATCH_STATS", 0, 0, 1);
     current.max_copies = (size_t)read_long("OMPBATCH_MAX_COPIES", OB_DEFAULT_MAX_COPIES, 1,
                                            1L << 24);
     current.form = read_form();

@@ -15,6 +15,7 @@ typedef enum ob_form_choice {
 typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
+    int stats;               /* OMPBATCH_STATS: print the hook's statistics at exit */
     size_t max_copies;       /* OMPBATCH_MAX_COPIES: copies per driver batch call */
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */

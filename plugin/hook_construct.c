@@ -1,0 +1,709 @@
+/* The hook's decisions for target update, the begin of target data / enter data, and the end
+ * of target data / exit data, following libomptarget 16's rules item by item (see
+ * ../shared/reference/libomptarget-abi.md §2-5 and §8). The hook copies only what it can
+ * account for exactly: plain contiguous items lying in mappings it saw created, with no
+ * attached pointers, no structs, no mappers. Everything else goes to the runtime unchanged.
+ *
+ * Callers hold the construct lock exclusively (omp_hook.c), so nothing else changes the
+ * mirror or libomptarget's table between a decision and the forwarded call. */
+#include "hook_construct.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "hook_copy.h"
+#include "hook_mirror.h"
+#include "hook_runtime.h"
+#include "hook_stats.h"
+#include "log.h"
+#include "ompbatch.h"
+
+/* Why an item was left to the runtime; REASON_NONE: the hook made its copy. */
+#define REASON_LIST(X)                                                                          \
+    X(NONE, "batched")                                                                          \
+    X(NO_TRANSFER, "no transfer to make")                                                       \
+    X(SKIPPED, "private or literal")                                                            \
+    X(MAPPER, "declare mapper")                                                                 \
+    X(NON_CONTIG, "non-contiguous")                                                             \
+    X(ZERO_SIZE, "zero size")                                                                   \
+    X(PRESENT, "present modifier")                                                              \
+    X(STRUCT, "struct member or parent")                                                        \
+    X(ATTACH, "attached pointer")                                                               \
+    X(IMPLICIT, "implicit map")                                                                 \
+    X(RETURN_PARAM, "use_device_ptr/addr")                                                      \
+    X(UNKNOWN, "not a mapping the hook saw created")                                            \
+    X(PARTIAL, "partly mapped")                                                                 \
+    X(OVERLAP, "overlaps another item")                                                         \
+    X(GLOBAL, "declare target global")                                                          \
+    X(EXISTING, "already mapped")                                                               \
+    X(DEVICE, "device the hook does not copy for")                                              \
+    X(FAILED, "batch failed; the runtime copied")
+
+typedef enum reason {
+#define REASON_ENUM(name, text) REASON_##name,
+    REASON_LIST(REASON_ENUM)
+#undef REASON_ENUM
+    REASON_COUNT
+} reason;
+
+static const char *const reason_text[] = {
+#define REASON_TEXT(name, text) text,
+    REASON_LIST(REASON_TEXT)
+#undef REASON_TEXT
+};
+
+typedef struct item {
+    uintptr_t begin;
+    uintptr_t end;
+    int64_t type;
+    reason why;
+    int is_parent;      /* a later item is MEMBER_OF this one */
+    int overlaps;       /* its range overlaps another item's */
+    int is_new;         /* begin: the runtime creates its entry in this construct */
+    int was_mirrored;   /* end: a mirrored entry holds it */
+    uintptr_t device;   /* device address of begin, for the hook's copy */
+    size_t staging;     /* end: offset of its bytes in the staging buffer */
+} item;
+
+typedef struct scratch {
+    item *items;
+    int64_t *types;
+    ob_map_args fwd;    /* arrays for a compacted argument list (update) */
+    ob_hook_copy *copies;
+} scratch;
+
+static void scratch_free(scratch *s)
+{
+    free(s->items);
+    free(s->types);
+    free(s->fwd.bases);
+    free(s->copies);
+    memset(s, 0, sizeof(*s));
+}
+
+/* One allocation failure means the construct is forwarded whole: the hook never fails a
+ * program's construct for its own sake. */
+static int scratch_alloc(scratch *s, int32_t count)
+{
+    size_t n = (size_t)count;
+    memset(s, 0, sizeof(*s));
+    s->items = ob_calloc(n, sizeof(item));
+    s->types = ob_malloc(n * sizeof(int64_t));
+    s->copies = ob_malloc(n * sizeof(ob_hook_copy));
+    /* bases, begins, sizes, types, names, mappers of the compacted list, in one block */
+    s->fwd.bases = ob_malloc(n * 6 * sizeof(void *));
+    if (s->items == NULL || s->types == NULL || s->copies == NULL || s->fwd.bases == NULL) {
+        scratch_free(s);
+        return -1;
+    }
+    s->fwd.begins = s->fwd.bases + n;
+    s->fwd.sizes = (int64_t *)(s->fwd.bases + 2 * n);
+    s->fwd.types = (int64_t *)(s->fwd.bases + 3 * n);
+    s->fwd.names = s->fwd.bases + 4 * n;
+    s->fwd.mappers = s->fwd.bases + 5 * n;
+    return 0;
+}
+
+static unsigned member_of(int64_t type)
+{
+    return (unsigned)(((uint64_t)type & (uint64_t)OB_MAP_MEMBER_OF) >> 48);
+}
+
+static int has_mapper(const ob_map_args *a, int32_t i)
+{
+    return a->mappers != NULL && a->mappers[i] != NULL;
+}
+
+static int any_mapper(const ob_map_args *a)
+{
+    for (int32_t i = 0; i < a->count; i++)
+        if (has_mapper(a, i))
+            return 1;
+    return 0;
+}
+
+static int compare_by_begin(const void *x, const void *y)
+{
+    const item *a = *(item *const *)x, *b = *(item *const *)y;
+    return (a->begin > b->begin) - (a->begin < b->begin);
+}
+
+/* Marks items whose ranges overlap another item's: their relative order would matter, and
+ * the hook reorders (its copies run before or after the runtime's). */
+static int mark_overlaps(item *items, int32_t count)
+{
+    item **sorted = ob_malloc((size_t)count * sizeof(*sorted));
+    if (sorted == NULL)
+        return -1;
+    size_t n = 0;
+    for (int32_t i = 0; i < count; i++)
+        if (items[i].end > items[i].begin)
+            sorted[n++] = &items[i];
+    qsort(sorted, n, sizeof(*sorted), compare_by_begin);
+    item *reach = NULL; /* the item reaching furthest so far */
+    for (size_t k = 0; k < n; k++) {
+        if (reach != NULL && sorted[k]->begin < reach->end) {
+            sorted[k]->overlaps = 1;
+            reach->overlaps = 1;
+        }
+        if (reach == NULL || sorted[k]->end > reach->end)
+            reach = sorted[k];
+    }
+    free(sorted);
+    return 0;
+}
+
+/* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares. */
+static int describe_items(const ob_map_args *a, item *items)
+{
+    for (int32_t i = 0; i < a->count; i++) {
+        item *it = &items[i];
+        it->type = a->types[i];
+        it->begin = (uintptr_t)a->begins[i];
+        it->end = it->begin + (a->sizes[i] > 0 ? (uintptr_t)a->sizes[i] : 0);
+        unsigned parent = member_of(it->type);
+        if (parent != 0 && parent <= (unsigned)a->count)
+            items[parent - 1].is_parent = 1;
+    }
+    for (int32_t i = 0; i < a->count; i++) {
+        item *it = &items[i];
+        int64_t t = it->type;
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            it->why = REASON_SKIPPED;
+        else if (has_mapper(a, i))
+            it->why = REASON_MAPPER;
+        else if (t & OB_MAP_NON_CONTIG)
+            it->why = REASON_NON_CONTIG;
+        else if (t & OB_MAP_PTR_AND_OBJ)
+            it->why = REASON_ATTACH;
+        else if (member_of(t) != 0 || it->is_parent)
+            it->why = REASON_STRUCT;
+        else if (t & OB_MAP_RETURN_PARAM)
+            it->why = REASON_RETURN_PARAM;
+        else if (a->sizes[i] <= 0)
+            it->why = REASON_ZERO_SIZE;
+        else if (t & OB_MAP_IMPLICIT)
+            it->why = REASON_IMPLICIT;
+        else if (t & OB_MAP_PRESENT)
+            it->why = REASON_PRESENT;
+        else
+            it->why = REASON_NONE;
+        /* Non-contiguous items carry a descriptor array, not their data, in begins[i]. */
+        if (it->why == REASON_NON_CONTIG || it->why == REASON_MAPPER)
+            it->end = it->begin;
+    }
+    return mark_overlaps(items, a->count);
+}
+
+/* Ranges whose entries an item may change in ways the mirror does not follow: the item's
+ * own, the pointer of an attachment, and for zero-size items the stretch back to the base
+ * (libomptarget looks those up extended to their base pointer). */
+static void drop_touched(int device, const ob_map_args *a, int32_t i)
+{
+    uintptr_t begin = (uintptr_t)a->begins[i];
+    uintptr_t end = begin + (a->sizes[i] > 0 ? (uintptr_t)a->sizes[i] : 1);
+    uintptr_t base = (uintptr_t)a->bases[i];
+    if (a->types[i] & OB_MAP_PTR_AND_OBJ)
+        ob_mirror_drop_range(device, base, base + sizeof(void *));
+    else if (base < begin)
+        begin = base;
+    else if (base >= end)
+        end = base + 1;
+    ob_mirror_drop_range(device, begin, end);
+}
+
+/* Clang's source string is ";file;function;line;column;;"; " at file:line" reads better, and
+ * nothing at all when the program was built without debug information ("unknown"). */
+static void describe_location(const ob_ident *loc, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (loc == NULL || loc->psource == NULL || loc->psource[0] != ';')
+        return;
+    const char *file = loc->psource + 1;
+    const char *file_end = strchr(file, ';');
+    if (file_end == NULL || strncmp(file, "unknown;", 8) == 0)
+        return;
+    const char *line = strchr(file_end + 1, ';');
+    int line_no = line != NULL ? atoi(line + 1) : 0;
+    snprintf(out, size, " at %.*s:%d", (int)(file_end - file), file, line_no);
+}
+
+static void log_construct(const ob_construct *c, const item *items, int32_t count,
+                          size_t batched)
+{
+    if (ob_log_level() < 1)
+        return;
+    unsigned counts[REASON_COUNT] = {0};
+    for (int32_t i = 0; i < count; i++)
+        counts[items[i].why]++;
+    char why[400] = "";
+    size_t used = 0;
+    for (int r = 1; r < REASON_COUNT && used < sizeof(why); r++)
+        if (counts[r] != 0)
+            used += (size_t)snprintf(why + used, sizeof(why) - used, "%s%u %s",
+                                     used ? ", " : "", counts[r], reason_text[r]);
+    char where[160];
+    describe_location(c->loc, where, sizeof(where));
+    ob_log_write("hook: %s%s on device %d: %d items, %zu batched, %zu forwarded%s%s%s", c->what,
+                 where, c->device, (int)count, batched, (size_t)count - batched,
+                 used ? " (" : "", why, used ? ")" : "");
+}
+
+static void count_construct(int32_t count, atomic_uint_fast64_t *batched_counter,
+                            size_t batched)
+{
+    ob_hook_add(&ob_hook_count.constructs, 1);
+    ob_hook_add(&ob_hook_count.items, (uint64_t)count);
+    ob_hook_add(batched_counter, batched);
+    ob_hook_add(&ob_hook_count.items_forwarded, (uint64_t)count - batched);
+}
+
+/* Copies item i's argument into the compacted list at position n. */
+static void compact_item(const ob_map_args *a, int32_t i, ob_map_args *out, int32_t n,
+                         int64_t type)
+{
+    out->bases[n] = a->bases[i];
+    out->begins[n] = a->begins[i];
+    out->sizes[n] = a->sizes[i];
+    out->types[n] = type;
+    out->names[n] = a->names != NULL ? a->names[i] : NULL;
+    out->mappers[n] = a->mappers != NULL ? a->mappers[i] : NULL;
+}
+
+/* Has the runtime make the given items' copies with a blocking target update (`to`): for
+ * copies the hook meant to make but could not. */
+static void give_back_to_copies(const ob_construct *c, scratch *s, const item *items,
+                                int32_t count, int (*selected)(const item *))
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < count; i++)
+        if (selected(&items[i]))
+            compact_item(&c->args, i, &s->fwd, n++, OB_MAP_TO);
+    if (n == 0)
+        return;
+    s->fwd.count = n;
+    ob_hook_forward_update(c, &s->fwd);
+}
+
+/* ---- target update --------------------------------------------------------------------- */
+
+void ob_hook_update(const ob_construct *c)
+{
+    const ob_map_args *a = &c->args;
+    scratch s;
+    if (a->count <= 0 || scratch_alloc(&s, a->count) != 0) {
+        ob_hook_forward(c, a, 1);
+        return;
+    }
+    item *items = s.items;
+    if (describe_items(a, items) != 0) {
+        scratch_free(&s);
+        ob_hook_forward(c, a, 1);
+        return;
+    }
+    /* A present miss aborts the program in the runtime's item order; copies the hook made
+     * early would be visible to nothing else, but keep the construct whole so the runtime's
+     * behaviour, abort included, is exactly its own. Items whose ranges are unknown
+     * (mappers, non-contiguous) could overlap a batched item in the other direction. */
+    int keep_whole = 0, unknown_ranges = 0, directions = 0;
+    for (int32_t i = 0; i < a->count; i++) {
+        if (items[i].type & OB_MAP_PRESENT)
+            keep_whole = 1;
+        if (items[i].why == REASON_MAPPER || items[i].why == REASON_NON_CONTIG)
+            unknown_ranges = 1;
+        directions |= (int)(items[i].type & (OB_MAP_TO | OB_MAP_FROM));
+    }
+    if (unknown_ranges && directions == (OB_MAP_TO | OB_MAP_FROM))
+        keep_whole = 1;
+    size_t batched = 0;
+    for (int32_t i = 0; i < a->count && !keep_whole; i++) {
+        item *it = &items[i];
+        if (it->why != REASON_NONE)
+            continue;
+        if (!(it->type & (OB_MAP_TO | OB_MAP_FROM))) {
+            it->why = REASON_NO_TRANSFER;
+            continue;
+        }
+        if (it->overlaps) {
+            it->why = REASON_OVERLAP;
+            continue;
+        }
+        ob_mirror_entry *entry = NULL;
+        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
+        if (found != OB_MIRROR_INSIDE) {
+            it->why = found == OB_MIRROR_PARTIAL ? REASON_PARTIAL : REASON_UNKNOWN;
+            continue;
+        }
+        if (!ob_hook_device_usable(c->device, entry->device)) {
+            it->why = REASON_DEVICE;
+            continue;
+        }
+        it->device = entry->device + (it->begin - entry->begin);
+        int to = (it->type & OB_MAP_TO) != 0;
+        /* libomptarget 16 copies `from` before `to` within an item; an item is one or the
+         * other in practice, but keep that order for an item with both. */
+        if (it->type & OB_MAP_FROM)
+            s.copies[batched++] = (ob_hook_copy){(void *)it->begin, (const void *)it->device,
+                                                 (size_t)(it->end - it->begin), 0};
+        if (to)
+            s.copies[batched++] = (ob_hook_copy){(void *)it->device, (const void *)it->begin,
+                                                 (size_t)(it->end - it->begin), 1};
+    }
+    if (keep_whole) {
+        for (int32_t i = 0; i < a->count; i++)
+            if (items[i].why == REASON_NONE)
+                items[i].why = REASON_PRESENT;
+    }
+    size_t copies = batched;
+    if (copies > 0 && ob_hook_copy_run(c->device, s.copies, copies) != OMPBATCH_OK) {
+        /* Nothing is lost: the runtime repeats the copies (the ones that were made wrote the
+         * same bytes it will write). */
+        for (int32_t i = 0; i < a->count; i++)
+            if (items[i].why == REASON_NONE)
+                items[i].why = REASON_FAILED;
+    }
+    int32_t n = 0;
+    size_t done = 0;
+    for (int32_t i = 0; i < a->count; i++) {
+        if (items[i].why == REASON_NONE)
+            done++;
+        else
+            compact_item(a, i, &s.fwd, n++, a->types[i]);
+    }
+    log_construct(c, items, a->count, done);
+    count_construct(a->count, &ob_hook_count.update_batched, done);
+    if (n == a->count) {
+        ob_hook_forward(c, a, 1);
+    } else if (n > 0) {
+        s.fwd.count = n;
+        ob_hook_forward(c, &s.fwd, 0);
+    }
+    scratch_free(&s);
+}
+
+/* ---- begin: target enter data, target data ---------------------------------------------- */
+
+static int begin_should_copy_back(const item *it)
+{
+    return it->why == REASON_FAILED || it->why == REASON_DEVICE;
+}
+
+/* Before the runtime runs: which items create their entry now, and which of those the hook
+ * copies (`to` taken off what the runtime sees). */
+static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
+{
+    const ob_map_args *a = &c->args;
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    size_t candidates = 0;
+    for (int32_t i = 0; i < a->count; i++) {
+        item *it = &items[i];
+        types[i] = it->type;
+        if (it->why != REASON_NONE)
+            continue;
+        if (it->overlaps) {
+            it->why = REASON_OVERLAP;
+            continue;
+        }
+        if (ob_globals_overlap(it->begin, it->end)) {
+            it->why = REASON_GLOBAL;
+            continue;
+        }
+        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, NULL);
+        if (found != OB_MIRROR_ABSENT) {
+            it->why = found == OB_MIRROR_INSIDE ? REASON_EXISTING : REASON_PARTIAL;
+            continue;
+        }
+        /* Not in the mirror: new only if the runtime has nothing at either end either (an
+         * entry strictly inside the range is an error the runtime reports itself). */
+        if (rt->is_present((void *)it->begin, c->device) ||
+            rt->is_present((void *)(it->end - 1), c->device)) {
+            it->why = REASON_EXISTING;
+            continue;
+        }
+        it->is_new = 1;
+        if (!(it->type & OB_MAP_TO)) {
+            it->why = REASON_NO_TRANSFER;
+            continue;
+        }
+        types[i] = it->type & ~(int64_t)OB_MAP_TO;
+        candidates++;
+    }
+    /* An attachment this construct makes writes a device pointer into its pointer's entry;
+     * the hook's copy of that entry could land after the write and undo it. */
+    for (int32_t i = 0; i < a->count && candidates > 0; i++) {
+        if (!(items[i].type & OB_MAP_PTR_AND_OBJ))
+            continue;
+        uintptr_t p = (uintptr_t)a->bases[i];
+        for (int32_t j = 0; j < a->count; j++) {
+            item *it = &items[j];
+            if (it->why == REASON_NONE && p < it->end && it->begin < p + sizeof(void *)) {
+                it->why = REASON_ATTACH;
+                types[j] = it->type;
+                candidates--;
+            }
+        }
+    }
+    return candidates;
+}
+
+void ob_hook_begin(const ob_construct *c)
+{
+    const ob_map_args *a = &c->args;
+    scratch s;
+    if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
+        ob_hook_forward(c, a, 1);
+        if (a->count > 0 && any_mapper(a))
+            ob_mirror_drop_device(c->device); /* mappers map what the hook cannot see */
+        return;
+    }
+    item *items = s.items;
+    if (describe_items(a, items) != 0) {
+        scratch_free(&s);
+        ob_hook_forward(c, a, 1);
+        return;
+    }
+    size_t candidates = plan_begin(c, items, s.types);
+    ob_map_args changed = *a;
+    changed.types = s.types;
+    ob_hook_forward(c, candidates > 0 ? &changed : a, candidates == 0);
+
+    /* The runtime has created the new entries: learn them, then copy. */
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    size_t n = 0;
+    for (int32_t i = 0; i < a->count; i++) {
+        item *it = &items[i];
+        if (it->why == REASON_EXISTING) {
+            ob_mirror_entry *entry = NULL;
+            if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE) {
+                if (it->type & OB_MAP_OMPX_HOLD)
+                    entry->hold++;
+                else
+                    entry->dyn++;
+            }
+            continue;
+        }
+        if (!it->is_new)
+            continue;
+        void *device = rt->get_mapped_ptr((void *)it->begin, c->device);
+        if (device == NULL) {
+            /* The runtime did not map it after all; it would not have copied either. */
+            if (it->why == REASON_NONE)
+                it->why = REASON_NO_TRANSFER;
+            continue;
+        }
+        ob_mirror_entry entry = {.begin = it->begin, .end = it->end, .device = (uintptr_t)device};
+        if (it->type & OB_MAP_OMPX_HOLD)
+            entry.hold = 1;
+        else
+            entry.dyn = 1;
+        ob_mirror_insert(c->device, &entry);
+        if (it->why != REASON_NONE)
+            continue;
+        if (!ob_hook_device_usable(c->device, (uintptr_t)device)) {
+            it->why = REASON_DEVICE;
+            continue;
+        }
+        s.copies[n++] = (ob_hook_copy){device, (const void *)it->begin,
+                                       (size_t)(it->end - it->begin), 1};
+    }
+    if (n > 0 && ob_hook_copy_run(c->device, s.copies, n) != OMPBATCH_OK) {
+        for (int32_t i = 0; i < a->count; i++)
+            if (items[i].why == REASON_NONE)
+                items[i].why = REASON_FAILED;
+    }
+    give_back_to_copies(c, &s, items, a->count, begin_should_copy_back);
+    /* Entries changed in ways the mirror does not follow. */
+    for (int32_t i = 0; i < a->count; i++) {
+        reason why = items[i].why;
+        if (why == REASON_ATTACH || why == REASON_STRUCT || why == REASON_ZERO_SIZE ||
+            why == REASON_IMPLICIT || why == REASON_RETURN_PARAM || why == REASON_PARTIAL ||
+            why == REASON_OVERLAP)
+            drop_touched(c->device, a, i);
+        else if (why == REASON_PRESENT || why == REASON_GLOBAL)
+            ob_mirror_drop_range(c->device, items[i].begin, items[i].end);
+    }
+    size_t done = 0;
+    for (int32_t i = 0; i < a->count; i++)
+        done += items[i].why == REASON_NONE;
+    log_construct(c, items, a->count, done);
+    count_construct(a->count, &ob_hook_count.enter_batched, done);
+    scratch_free(&s);
+}
+
+/* ---- end: target exit data, end of target data ----------------------------------------- */
+
+/* libomptarget 16's end for one item of a mirrored entry (reference §3): whether it is the
+ * last reference (the runtime then copies `from` and deletes the entry), and the counts
+ * after it. Returns -1 for a state the hook does not model. */
+static int model_end(ob_mirror_entry *entry, int64_t type)
+{
+    int hold = (type & OB_MAP_OMPX_HOLD) != 0;
+    uint64_t *mine = hold ? &entry->hold : &entry->dyn;
+    uint64_t other = hold ? entry->dyn : entry->hold;
+    if (*mine == 0)
+        return -1;
+    int last = other > 0 ? 0 : ((type & OB_MAP_DELETE) ? 1 : *mine == 1);
+    if (type & OB_MAP_DELETE)
+        *mine = 1;
+    (*mine)--;
+    return last;
+}
+
+static size_t plan_end(const ob_construct *c, item *items, int64_t *types, size_t *staging_bytes)
+{
+    const ob_map_args *a = &c->args;
+    size_t candidates = 0;
+    *staging_bytes = 0;
+    for (int32_t i = a->count - 1; i >= 0; i--) { /* the runtime's order: reverse */
+        item *it = &items[i];
+        types[i] = it->type;
+        if (it->why != REASON_NONE)
+            continue;
+        ob_mirror_entry *entry = NULL;
+        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
+        if (found != OB_MIRROR_INSIDE) {
+            it->why = found == OB_MIRROR_PARTIAL ? REASON_PARTIAL : REASON_UNKNOWN;
+            continue;
+        }
+        it->was_mirrored = 1;
+        int last = model_end(entry, it->type);
+        if (last < 0) {
+            it->why = REASON_UNKNOWN;
+            ob_mirror_drop_range(c->device, entry->begin, entry->end);
+            continue;
+        }
+        if (!(it->type & OB_MAP_FROM) || !(last || (it->type & OB_MAP_ALWAYS))) {
+            it->why = REASON_NO_TRANSFER;
+            continue;
+        }
+        if (it->overlaps) {
+            it->why = REASON_OVERLAP;
+            continue;
+        }
+        if (!ob_hook_device_usable(c->device, entry->device)) {
+            it->why = REASON_DEVICE;
+            continue;
+        }
+        it->device = entry->device + (it->begin - entry->begin);
+        it->staging = *staging_bytes;
+        *staging_bytes += ((size_t)(it->end - it->begin) + 63) & ~(size_t)63;
+        types[i] = it->type & ~(int64_t)OB_MAP_FROM;
+        candidates++;
+    }
+    return candidates;
+}
+
+/* After the runtime: entries the model or the runtime says are gone leave the mirror. */
+static void settle_end(const ob_construct *c, const item *items)
+{
+    const ob_map_args *a = &c->args;
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    for (int32_t i = 0; i < a->count; i++) {
+        const item *it = &items[i];
+        if (it->was_mirrored) {
+            ob_mirror_entry *entry = NULL;
+            if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE &&
+                (entry->dyn + entry->hold == 0 || !rt->is_present((void *)entry->begin,
+                                                                  c->device)))
+                ob_mirror_drop_range(c->device, entry->begin, entry->end);
+        } else if (it->why != REASON_NONE && it->why != REASON_SKIPPED &&
+                   it->why != REASON_UNKNOWN) {
+            drop_touched(c->device, a, i);
+        }
+    }
+}
+
+void ob_hook_end(const ob_construct *c)
+{
+    const ob_map_args *a = &c->args;
+    scratch s;
+    if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
+        ob_hook_forward(c, a, 1);
+        if (a->count > 0 && any_mapper(a))
+            ob_mirror_drop_device(c->device);
+        ob_hook_copy_forget_memory();
+        return;
+    }
+    item *items = s.items;
+    if (describe_items(a, items) != 0) {
+        scratch_free(&s);
+        ob_hook_forward(c, a, 1);
+        ob_hook_copy_forget_memory();
+        return;
+    }
+    size_t staging_bytes = 0;
+    size_t candidates = plan_end(c, items, s.types, &staging_bytes);
+    /* The device copies go to staging before the runtime frees the device memory; host
+     * memory is written afterwards, and only where the runtime would have written it. */
+    unsigned char *staging = candidates > 0 ? ob_malloc(staging_bytes) : NULL;
+    size_t n = 0;
+    for (int32_t i = 0; i < a->count && staging != NULL; i++) {
+        item *it = &items[i];
+        if (it->why == REASON_NONE)
+            s.copies[n++] = (ob_hook_copy){staging + it->staging, (const void *)it->device,
+                                           (size_t)(it->end - it->begin), 0};
+    }
+    if (candidates > 0 && (staging == NULL || ob_hook_copy_run(c->device, s.copies, n) !=
+                                                  OMPBATCH_OK)) {
+        for (int32_t i = 0; i < a->count; i++) {
+            if (items[i].why == REASON_NONE) {
+                items[i].why = REASON_FAILED;
+                s.types[i] = items[i].type;
+            }
+        }
+        candidates = 0;
+    }
+    ob_map_args changed = *a;
+    changed.types = s.types;
+    ob_hook_forward(c, candidates > 0 ? &changed : a, candidates == 0);
+
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    size_t done = 0;
+    for (int32_t i = 0; i < a->count && candidates > 0; i++) {
+        item *it = &items[i];
+        if (it->why != REASON_NONE)
+            continue;
+        /* The runtime copies `always` items whatever the count, and the others only when it
+         * removed the entry. */
+        if ((it->type & OB_MAP_ALWAYS) || !rt->is_present((void *)it->begin, c->device)) {
+            memcpy((void *)it->begin, staging + it->staging, (size_t)(it->end - it->begin));
+            done++;
+        } else {
+            it->why = REASON_EXISTING;
+        }
+    }
+    free(staging);
+    settle_end(c, items);
+    ob_hook_copy_forget_memory();
+    log_construct(c, items, a->count, done);
+    count_construct(a->count, &ob_hook_count.exit_batched, done);
+    scratch_free(&s);
+}
+
+/* ---- target regions ---------------------------------------------------------------------- */
+
+void ob_hook_kernel_maps(int device, const ob_kernel_args *k)
+{
+    ob_map_args a = {
+        .count = (int32_t)k->num_args,
+        .bases = k->arg_base_ptrs,
+        .begins = k->arg_ptrs,
+        .sizes = k->arg_sizes,
+        .types = k->arg_types,
+        .names = k->arg_names,
+        .mappers = k->arg_mappers,
+    };
+    ob_mirror_kernel_lock();
+    if (any_mapper(&a)) {
+        ob_mirror_drop_device(device);
+    } else {
+        /* A region's maps are balanced, so the counts of mirrored entries come back to what
+         * they were; what can outlive it is an attachment inside a mirrored entry. */
+        for (int32_t i = 0; i < a.count; i++)
+            if (a.types[i] & OB_MAP_PTR_AND_OBJ)
+                drop_touched(device, &a, i);
+    }
+    ob_mirror_kernel_unlock();
+}

@@ -1,0 +1,165 @@
+#include "hook_copy.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "device.h"
+#include "driver.h"
+#include "hook_mirror.h"
+#include "hook_stats.h"
+#include "log.h"
+#include "memkind.h"
+#include "ompbatch.h"
+
+typedef enum device_verdict { VERDICT_UNKNOWN = 0, VERDICT_USABLE, VERDICT_FORWARD } device_verdict;
+
+/* Written only by data constructs, which hold the construct lock exclusively. */
+static device_verdict verdicts[OB_MIRROR_MAX_DEVICES];
+static ob_device executors[OB_MIRROR_MAX_DEVICES];
+
+typedef struct thread_batches {
+    ompbatch_batch *batches[OB_MIRROR_MAX_DEVICES];
+} thread_batches;
+
+static pthread_key_t batches_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void destroy_thread_batches(void *value)
+{
+    thread_batches *mine = value;
+    for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
+        ob_batch_destroy(mine->batches[d]);
+    free(mine);
+}
+
+static void create_key(void)
+{
+    pthread_key_create(&batches_key, destroy_thread_batches);
+}
+
+static int classify(int device, uintptr_t device_address, ob_device *out)
+{
+    out->number = device;
+    out->ordinal = -1;
+    const ob_driver *driver = ob_driver_get();
+    if (!driver->loaded) {
+        out->kind = OB_DEVICE_HOST_OFFLOAD; /* no CUDA: every offload device is the host's */
+        return 1;
+    }
+    ob_mem_cache cache = {0};
+    ob_mem_info info;
+    int status = ob_mem_classify(driver, &cache, device_address, &info);
+    ob_mem_cache_free(&cache);
+    if (status != OMPBATCH_OK) {
+        ob_log(1, "hook: device %d: cannot classify device address %#lx (%s); forwarding "
+                     "its transfers", device, (unsigned long)device_address,
+                     ompbatch_last_error());
+        return 0;
+    }
+    switch (info.kind) {
+    case OB_MEM_DEVICE:
+        /* libomptarget 16 numbers CUDA devices by ordinal when only CUDA images exist;
+         * anything else means a numbering the hook does not know. */
+        if (info.ordinal != device) {
+            ob_log(1, "hook: OpenMP device %d maps memory on CUDA device %d; forwarding its "
+                         "transfers", device, info.ordinal);
+            return 0;
+        }
+        out->kind = OB_DEVICE_CUDA;
+        out->ordinal = info.ordinal;
+        return 1;
+    case OB_MEM_PAGEABLE:
+        out->kind = OB_DEVICE_HOST_OFFLOAD; /* LLVM's host-offload plugin: memory is malloc'd */
+        return 1;
+    default:
+        ob_log(1, "hook: OpenMP device %d maps %s memory; forwarding its transfers", device,
+                     ob_mem_kind_name(info.kind));
+        return 0;
+    }
+}
+
+int ob_hook_device_usable(int device, uintptr_t device_address)
+{
+    if (device < 0 || device >= OB_MIRROR_MAX_DEVICES)
+        return 0;
+    if (verdicts[device] == VERDICT_UNKNOWN) {
+        int usable = classify(device, device_address, &executors[device]);
+        verdicts[device] = usable ? VERDICT_USABLE : VERDICT_FORWARD;
+        if (usable)
+            ob_log(1, "hook: OpenMP device %d copies %s", device,
+                         executors[device].kind == OB_DEVICE_CUDA ? "through CUDA"
+                                                                  : "with memcpy (host offload)");
+    }
+    return verdicts[device] == VERDICT_USABLE;
+}
+
+static ompbatch_batch *thread_batch(int device)
+{
+    pthread_once(&key_once, create_key);
+    thread_batches *mine = pthread_getspecific(batches_key);
+    if (mine == NULL) {
+        mine = calloc(1, sizeof(*mine));
+        if (mine == NULL || pthread_setspecific(batches_key, mine) != 0) {
+            free(mine);
+            return NULL;
+        }
+    }
+    if (mine->batches[device] == NULL) {
+        ompbatch_batch_options options = {.struct_size = sizeof(options), .synchronous = 1};
+        if (ob_batch_create_on(&mine->batches[device], &executors[device], NULL, &options) !=
+            OMPBATCH_OK)
+            return NULL;
+    }
+    return mine->batches[device];
+}
+
+static void count_batch(const ompbatch_batch *batch)
+{
+    ompbatch_stats stats = {.struct_size = sizeof(stats)};
+    if (ompbatch_batch_get_stats(batch, &stats) != OMPBATCH_OK)
+        return;
+    ob_hook_add(&ob_hook_count.batches, 1);
+    ob_hook_add(&ob_hook_count.bytes_batched, stats.bytes);
+    ob_hook_add(&ob_hook_count.driver_batch_calls, stats.batch_calls);
+    atomic_fetch_or_explicit(&ob_hook_count.paths, stats.paths, memory_order_relaxed);
+}
+
+int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count)
+{
+    ompbatch_batch *batch = thread_batch(device);
+    if (batch == NULL)
+        return OMPBATCH_ERR_NO_MEMORY;
+    int status = OMPBATCH_OK;
+    for (size_t i = 0; i < count && status == OMPBATCH_OK; i++) {
+        const ob_hook_copy *c = &copies[i];
+        status = ompbatch_batch_add(batch, c->dst, c->to_device ? device : OMPBATCH_HOST_DEVICE,
+                                    c->src, c->to_device ? OMPBATCH_HOST_DEVICE : device,
+                                    c->bytes, c->to_device ? OMPBATCH_MAP_TO : OMPBATCH_MAP_FROM);
+    }
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_submit(batch);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_wait(batch);
+    if (status == OMPBATCH_OK)
+        count_batch(batch);
+    else
+        ob_log(1, "hook: a batch of %zu copies for device %d failed (%s); the runtime makes "
+                     "them instead", count, device, ompbatch_last_error());
+    int reset = ompbatch_batch_reset(batch);
+    return status != OMPBATCH_OK ? status : reset;
+}
+
+/* Device memory the runtime frees is reused for other mappings: drop what the batches
+ * learnt about addresses. */
+void ob_hook_copy_forget_memory(void)
+{
+    pthread_once(&key_once, create_key);
+    thread_batches *mine = pthread_getspecific(batches_key);
+    if (mine == NULL)
+        return;
+    for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
+        if (mine->batches[d] != NULL)
+            ompbatch_batch_forget_memory(mine->batches[d]);
+}

@@ -1,0 +1,33 @@
+/* How the hook moves bytes: what executes an OpenMP device's copies (a CUDA device or, for
+ * LLVM's host-offload devices, memcpy), and one batch per construct through the library's
+ * batch objects, one per thread and device. */
+#ifndef OMPBATCH_PLUGIN_HOOK_COPY_H
+#define OMPBATCH_PLUGIN_HOOK_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ob_hook_copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    int to_device;    /* 1: host to device; 0: device to host */
+} ob_hook_copy;
+
+/* Decides once per OpenMP device, from an address libomptarget gave for it, which device
+ * executes its copies. Returns 1 when the hook can copy for the device, 0 when it must
+ * forward (an address on another CUDA device than libomptarget 16's numbering implies, or
+ * memory of a kind the hook does not expect); the reason goes to the verbose log once. */
+int ob_hook_device_usable(int device, uintptr_t device_address);
+
+/* Runs the copies for OpenMP device `device` as one batch and waits for them. Returns
+ * OMPBATCH_OK, or the failing status (ompbatch_last_error says which copy): the caller then
+ * has the runtime make the copies instead. */
+int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count);
+
+/* Drops what this thread's batches learnt about memory kinds: called after the runtime may
+ * have freed device memory (ends, disassociations). Other threads' batches keep theirs, which
+ * only costs them speed: a stale kind still yields correct copies (see memkind.h). */
+void ob_hook_copy_forget_memory(void);
+
+#endif

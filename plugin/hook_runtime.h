@@ -1,0 +1,34 @@
+/* The real libomptarget behind the hook: its entry points (the definitions the hook's own
+ * definitions hide, found with dlvsym(RTLD_NEXT, ..., "VERS1.0")), its version, and the
+ * OpenMP query functions the hook calls. */
+#ifndef OMPBATCH_PLUGIN_HOOK_RUNTIME_H
+#define OMPBATCH_PLUGIN_HOOK_RUNTIME_H
+
+#include "omp_abi.h"
+
+typedef struct ob_hook_runtime {
+    int complete;             /* every entry point below was found */
+    int major;                /* LLVM major version of libomptarget; 0 if unknown */
+    char path[256];           /* the library the entry points came from */
+    char missing[128];        /* first entry point not found, when !complete */
+    ob_tgt_data_fn begin;
+    ob_tgt_data_fn end;
+    ob_tgt_data_fn update;
+    ob_tgt_data_nowait_fn begin_nowait;
+    ob_tgt_data_nowait_fn end_nowait;
+    ob_tgt_data_nowait_fn update_nowait;
+    ob_tgt_kernel_fn kernel;
+    ob_tgt_register_lib_fn register_lib;
+    ob_tgt_register_requires_fn register_requires;
+    ob_omp_associate_fn associate_ptr;
+    ob_omp_disassociate_fn disassociate_ptr;
+    int (*is_present)(const void *ptr, int device_num);
+    void *(*get_mapped_ptr)(const void *ptr, int device_num);
+    int (*get_num_devices)(void);
+    int (*get_default_device)(void);
+} ob_hook_runtime;
+
+/* Looks the runtime up on first use (thread-safe) and returns it. Never NULL. */
+const ob_hook_runtime *ob_hook_runtime_get(void);
+
+#endif

@@ -1,0 +1,112 @@
+#include "hook_stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "ompbatch.h"
+
+ob_hook_counters ob_hook_count;
+
+static uint64_t load(atomic_uint_fast64_t *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+static void snapshot(ompbatch_hook_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->struct_size = sizeof(*out);
+    ob_hook_state(&out->state, &out->runtime_major);
+    out->constructs = load(&ob_hook_count.constructs);
+    out->kernels = load(&ob_hook_count.kernels);
+    out->items = load(&ob_hook_count.items);
+    out->update_batched = load(&ob_hook_count.update_batched);
+    out->enter_batched = load(&ob_hook_count.enter_batched);
+    out->exit_batched = load(&ob_hook_count.exit_batched);
+    out->items_forwarded = load(&ob_hook_count.items_forwarded);
+    out->batches = load(&ob_hook_count.batches);
+    out->bytes_batched = load(&ob_hook_count.bytes_batched);
+    out->driver_batch_calls = load(&ob_hook_count.driver_batch_calls);
+    out->paths = atomic_load_explicit(&ob_hook_count.paths, memory_order_relaxed);
+}
+
+int ompbatch_hook_get_stats(ompbatch_hook_stats *stats)
+{
+    if (stats == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "stats is NULL");
+    if (stats->struct_size < sizeof(stats->struct_size))
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "stats->struct_size is %zu; set it to sizeof(ompbatch_hook_stats)",
+                       stats->struct_size);
+    ompbatch_hook_stats current;
+    snapshot(&current);
+    size_t size = stats->struct_size;
+    size_t known = size < sizeof(current) ? size : sizeof(current);
+    memcpy(stats, &current, known);
+    memset((unsigned char *)stats + known, 0, size - known);
+    stats->struct_size = size;
+    return OMPBATCH_OK;
+}
+
+int ompbatch_hook_reset_stats(void)
+{
+    atomic_uint_fast64_t *counters[] = {
+        &ob_hook_count.constructs,     &ob_hook_count.kernels,
+        &ob_hook_count.items,          &ob_hook_count.update_batched,
+        &ob_hook_count.enter_batched,  &ob_hook_count.exit_batched,
+        &ob_hook_count.items_forwarded, &ob_hook_count.batches,
+        &ob_hook_count.bytes_batched,  &ob_hook_count.driver_batch_calls,
+    };
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+        atomic_store_explicit(counters[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&ob_hook_count.paths, 0, memory_order_relaxed);
+    return OMPBATCH_OK;
+}
+
+static const char *state_name(int state)
+{
+    switch (state) {
+    case OMPBATCH_HOOK_ACTIVE:
+        return "active";
+    case OMPBATCH_HOOK_PASS_THROUGH:
+        return "pass-through";
+    default:
+        return "not-loaded";
+    }
+}
+
+/* OMPBATCH_STATS=1: one line on stderr at exit, for scripts and for users who cannot change
+ * the program. Registered from a constructor so it needs no call from the program. */
+static void print_at_exit(void)
+{
+    ompbatch_hook_stats s;
+    snapshot(&s);
+    char paths[64] = "";
+    const char *names[] = {"batch", "per-copy", "host"};
+    for (unsigned bit = 0; bit < 3; bit++) {
+        if (s.paths & (1u << bit)) {
+            if (paths[0] != '\0')
+                strcat(paths, ",");
+            strcat(paths, names[bit]);
+        }
+    }
+    fprintf(stderr,
+            "ompbatch hook: state=%s runtime=%d constructs=%llu kernels=%llu items=%llu "
+            "update_batched=%llu enter_batched=%llu exit_batched=%llu forwarded=%llu "
+            "batches=%llu bytes=%llu driver_batch_calls=%llu paths=%s\n",
+            state_name(s.state), s.runtime_major, (unsigned long long)s.constructs,
+            (unsigned long long)s.kernels, (unsigned long long)s.items,
+            (unsigned long long)s.update_batched, (unsigned long long)s.enter_batched,
+            (unsigned long long)s.exit_batched, (unsigned long long)s.items_forwarded,
+            (unsigned long long)s.batches, (unsigned long long)s.bytes_batched,
+            (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none");
+}
+
+__attribute__((constructor)) static void register_stats_report(void)
+{
+    if (ob_config_get()->stats)
+        atexit(print_at_exit);
+}

@@ -1,0 +1,32 @@
+/* The hook's process-wide counters (ompbatch_hook_get_stats, OMPBATCH_STATS=1). */
+#ifndef OMPBATCH_PLUGIN_HOOK_STATS_H
+#define OMPBATCH_PLUGIN_HOOK_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct ob_hook_counters {
+    atomic_uint_fast64_t constructs;
+    atomic_uint_fast64_t kernels;
+    atomic_uint_fast64_t items;
+    atomic_uint_fast64_t update_batched;
+    atomic_uint_fast64_t enter_batched;
+    atomic_uint_fast64_t exit_batched;
+    atomic_uint_fast64_t items_forwarded;
+    atomic_uint_fast64_t batches;
+    atomic_uint_fast64_t bytes_batched;
+    atomic_uint_fast64_t driver_batch_calls;
+    atomic_uint paths;
+} ob_hook_counters;
+
+extern ob_hook_counters ob_hook_count;
+
+static inline void ob_hook_add(atomic_uint_fast64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+/* Fills the public struct's state fields from the hook (omp_hook.c). */
+void ob_hook_state(int *state, int *runtime_major);
+
+#endif

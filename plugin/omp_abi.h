@@ -1,0 +1,106 @@
+/* The compiler-facing ABI of LLVM's OpenMP offload runtime (libomptarget), as LLVM 16 and 19
+ * define it (see ../shared/reference/libomptarget-abi.md §1-2). Only the hook uses it. */
+#ifndef OMPBATCH_PLUGIN_OMP_ABI_H
+#define OMPBATCH_PLUGIN_OMP_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ob_ident {
+    int32_t reserved_1;
+    int32_t flags;
+    int32_t reserved_2;
+    int32_t reserved_3;
+    const char *psource;
+} ob_ident;
+
+/* KernelArgsTy; sizeof is 104 in both versions. */
+typedef struct ob_kernel_args {
+    uint32_t version;
+    uint32_t num_args;
+    void **arg_base_ptrs;
+    void **arg_ptrs;
+    int64_t *arg_sizes;
+    int64_t *arg_types;
+    void **arg_names;
+    void **arg_mappers;
+    uint64_t tripcount;
+    uint64_t flags;
+    uint32_t num_teams[3];
+    uint32_t thread_limit[3];
+    uint32_t dyn_cgroup_mem;
+} ob_kernel_args;
+
+typedef struct ob_offload_entry {
+    void *addr;
+    char *name;
+    size_t size;
+    int32_t flags;
+    int32_t reserved;
+} ob_offload_entry;
+
+typedef struct ob_device_image {
+    void *image_start;
+    void *image_end;
+    ob_offload_entry *entries_begin;
+    ob_offload_entry *entries_end;
+} ob_device_image;
+
+typedef struct ob_bin_desc {
+    int32_t num_device_images;
+    ob_device_image *device_images;
+    ob_offload_entry *host_entries_begin;
+    ob_offload_entry *host_entries_end;
+} ob_bin_desc;
+
+/* One data construct's arguments, as the data entry points receive them. */
+typedef struct ob_map_args {
+    int32_t count;
+    void **bases;
+    void **begins;
+    int64_t *sizes;
+    int64_t *types;
+    void **names;
+    void **mappers;
+} ob_map_args;
+
+typedef void (*ob_tgt_data_fn)(ob_ident *loc, int64_t device_id, int32_t arg_num,
+                               void **args_base, void **args, int64_t *arg_sizes,
+                               int64_t *arg_types, void **arg_names, void **arg_mappers);
+typedef void (*ob_tgt_data_nowait_fn)(ob_ident *loc, int64_t device_id, int32_t arg_num,
+                                      void **args_base, void **args, int64_t *arg_sizes,
+                                      int64_t *arg_types, void **arg_names, void **arg_mappers,
+                                      int32_t dep_num, void *dep_list, int32_t noalias_dep_num,
+                                      void *noalias_dep_list);
+typedef int (*ob_tgt_kernel_fn)(ob_ident *loc, int64_t device_id, int32_t num_teams,
+                                int32_t thread_limit, void *host_ptr, ob_kernel_args *args);
+typedef void (*ob_tgt_register_lib_fn)(ob_bin_desc *desc);
+typedef void (*ob_tgt_register_requires_fn)(int64_t flags);
+typedef int (*ob_omp_associate_fn)(const void *host_ptr, const void *device_ptr, size_t size,
+                                   size_t device_offset, int device_num);
+typedef int (*ob_omp_disassociate_fn)(const void *host_ptr, int device_num);
+
+/* Map-type bits (omptarget.h). */
+#define OB_MAP_TO 0x1
+#define OB_MAP_FROM 0x2
+#define OB_MAP_ALWAYS 0x4
+#define OB_MAP_DELETE 0x8
+#define OB_MAP_PTR_AND_OBJ 0x10
+#define OB_MAP_TARGET_PARAM 0x20
+#define OB_MAP_RETURN_PARAM 0x40
+#define OB_MAP_PRIVATE 0x80
+#define OB_MAP_LITERAL 0x100
+#define OB_MAP_IMPLICIT 0x200
+#define OB_MAP_CLOSE 0x400
+#define OB_MAP_PRESENT 0x1000
+#define OB_MAP_OMPX_HOLD 0x2000
+#define OB_MAP_NON_CONTIG (1LL << 44)
+#define OB_MAP_MEMBER_OF ((int64_t)0xffff000000000000ULL)
+
+/* __tgt_register_requires flags. */
+#define OB_REQ_UNIFIED_SHARED_MEMORY 0x008
+
+/* ob_kernel_args.flags bit 0. */
+#define OB_KERNEL_NOWAIT 0x1ULL
+
+#endif

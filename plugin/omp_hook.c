@@ -1,0 +1,361 @@
+/* The OpenMP hook's entry points: definitions of libomptarget's data entry points that come
+ * first in symbol lookup (the program links -lompbatch before the OpenMP runtime, or preloads
+ * libompbatch.so), decide what the hook copies itself (hook_construct.c) and forward the rest
+ * to the runtime's own definitions (hook_runtime.c).
+ *
+ * Re-entry: libomptarget calls some of these through its own PLT (its legacy and nowait
+ * wrappers call the mapper forms), which lands here again. Every call into the runtime runs
+ * with a per-thread depth set, and calls arriving while it is set go straight through.
+ *
+ * Locking: data constructs hold the construct lock exclusively from their decisions until
+ * their copies are done; target regions hold it shared for their whole call. A region that
+ * found an entry the hook is about to fill (entry created with `to` taken off, hook copy
+ * pending) would otherwise run on data that is not there yet. The lock prefers writers so a
+ * stream of regions on other threads cannot starve data constructs. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "error.h"
+#include "hook_construct.h"
+#include "hook_copy.h"
+#include "hook_mirror.h"
+#include "hook_runtime.h"
+#include "hook_stats.h"
+#include "log.h"
+#include "omp_abi.h"
+#include "ompbatch.h"
+
+#define OB_HOOK_EXPORT __attribute__((visibility("default")))
+
+/* The runtime the hook knows: libomptarget 16 (see README, "The OpenMP hook"). */
+#define OB_KNOWN_RUNTIME_MAJOR 16
+#define OB_KNOWN_KERNEL_ARGS_VERSION 2
+
+static _Thread_local int in_runtime;
+static pthread_rwlock_t construct_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static atomic_int loaded;            /* a hooked entry point has been called */
+static atomic_int enabled;           /* batching wanted: !OMPBATCH_DISABLE, set_enabled */
+static atomic_int runtime_known;     /* the runtime is complete and one the hook knows */
+static atomic_int unified_memory;    /* requires unified_shared_memory: maps are host memory */
+
+static void say_once(atomic_int *said, const char *fmt, const char *a, int b)
+{
+    if (atomic_exchange(said, 1) == 0) {
+        char line[512];
+        snprintf(line, sizeof(line), fmt, a, b);
+        ob_log_write("hook: %s", line);
+    }
+}
+
+static int offload_disabled(void)
+{
+    const char *policy = getenv("OMP_TARGET_OFFLOAD");
+    return policy != NULL && strcasecmp(policy, "disabled") == 0;
+}
+
+static void setup(void)
+{
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    atomic_store(&enabled, !ob_config_get()->disable);
+    static atomic_int said;
+    if (!rt->complete) {
+        say_once(&said, "the OpenMP offload runtime lacks %s (hook expects libomptarget %d); "
+                 "forwarding every call unchanged", rt->missing, OB_KNOWN_RUNTIME_MAJOR);
+    } else if (rt->major != OB_KNOWN_RUNTIME_MAJOR) {
+        char what[300];
+        snprintf(what, sizeof(what), "%s (LLVM %d)", rt->path[0] ? rt->path : "an unnamed library",
+                 rt->major);
+        say_once(&said, "the OpenMP offload runtime is %s; the hook knows libomptarget %d only "
+                 "and forwards every call unchanged", what, OB_KNOWN_RUNTIME_MAJOR);
+    } else if (offload_disabled()) {
+        ob_log(1, "hook: OMP_TARGET_OFFLOAD=disabled: forwarding every call unchanged");
+    } else {
+        atomic_store(&runtime_known, 1);
+    }
+    if (atomic_load(&enabled) && atomic_load(&runtime_known))
+        ob_log(1, "hook: active over %s", rt->path);
+}
+
+static const ob_hook_runtime *hook_setup(void)
+{
+    pthread_once(&setup_once, setup);
+    atomic_store_explicit(&loaded, 1, memory_order_relaxed);
+    return ob_hook_runtime_get();
+}
+
+static int active(void)
+{
+    return atomic_load_explicit(&enabled, memory_order_relaxed) &&
+           atomic_load_explicit(&runtime_known, memory_order_relaxed) &&
+           !atomic_load_explicit(&unified_memory, memory_order_relaxed);
+}
+
+void ob_hook_state(int *state, int *runtime_major)
+{
+    if (!atomic_load(&loaded)) {
+        *state = OMPBATCH_HOOK_NOT_LOADED;
+        *runtime_major = 0;
+        return;
+    }
+    *state = active() ? OMPBATCH_HOOK_ACTIVE : OMPBATCH_HOOK_PASS_THROUGH;
+    *runtime_major = ob_hook_runtime_get()->major;
+}
+
+/* A call the program makes although the runtime behind the hook lacks it cannot be passed
+ * on; the program could not have run without the hook either. */
+static void require(const void *fn, const char *name)
+{
+    if (fn == NULL) {
+        fprintf(stderr, "ompbatch: hook: the program called %s, which no OpenMP offload "
+                        "runtime after the hook defines\n", name);
+        abort();
+    }
+}
+
+/* The OpenMP device a data construct addresses, or -1 for everything the hook leaves alone:
+ * the initial device (host fallback), numbers the runtime will reject, devices beyond the
+ * mirror's table. */
+static int resolve_device(const ob_hook_runtime *rt, int64_t device_id)
+{
+    if (device_id == -1)
+        device_id = rt->get_default_device();
+    int64_t count = rt->get_num_devices();
+    if (device_id < 0 || device_id >= count || device_id >= OB_MIRROR_MAX_DEVICES)
+        return -1;
+    return (int)device_id;
+}
+
+void ob_hook_forward(const ob_construct *c, const ob_map_args *a, int whole)
+{
+    in_runtime++;
+    if (whole && c->nowait != NULL)
+        c->nowait(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes, a->types,
+                  a->names, a->mappers, c->dep_num, c->dep_list, c->noalias_dep_num,
+                  c->noalias_dep_list);
+    else
+        c->blocking(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes, a->types,
+                    a->names, a->mappers);
+    in_runtime--;
+}
+
+void ob_hook_forward_update(const ob_construct *c, const ob_map_args *a)
+{
+    in_runtime++;
+    ob_hook_runtime_get()->update(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes,
+                                  a->types, a->names, a->mappers);
+    in_runtime--;
+}
+
+typedef enum construct_kind { KIND_BEGIN, KIND_END, KIND_UPDATE } construct_kind;
+
+static void data_construct(construct_kind kind, int nowait, ob_construct *c)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    static const char *const names[] = {"begin", "end", "update"};
+    static const char *const symbols[] = {
+        "__tgt_target_data_begin_mapper", "__tgt_target_data_end_mapper",
+        "__tgt_target_data_update_mapper"};
+    ob_tgt_data_fn blocking[] = {rt->begin, rt->end, rt->update};
+    ob_tgt_data_nowait_fn nowaits[] = {rt->begin_nowait, rt->end_nowait, rt->update_nowait};
+    c->what = names[kind];
+    c->blocking = blocking[kind];
+    c->nowait = nowait ? nowaits[kind] : NULL;
+    require((void *)c->blocking, symbols[kind]);
+    if (nowait)
+        require((void *)c->nowait, symbols[kind]);
+    c->device = -1;
+    if (in_runtime == 0 && active())
+        c->device = resolve_device(rt, c->device_id);
+    if (c->device < 0) {
+        ob_hook_forward(c, &c->args, 1);
+        return;
+    }
+    pthread_rwlock_wrlock(&construct_lock);
+    switch (kind) {
+    case KIND_BEGIN:
+        ob_hook_begin(c);
+        break;
+    case KIND_END:
+        ob_hook_end(c);
+        break;
+    case KIND_UPDATE:
+        ob_hook_update(c);
+        break;
+    }
+    pthread_rwlock_unlock(&construct_lock);
+}
+
+#define DATA_PARAMS                                                                             \
+    ob_ident *loc, int64_t device_id, int32_t arg_num, void **args_base, void **args,           \
+        int64_t *arg_sizes, int64_t *arg_types, void **arg_names, void **arg_mappers
+#define NOWAIT_PARAMS                                                                           \
+    int32_t dep_num, void *dep_list, int32_t noalias_dep_num, void *noalias_dep_list
+#define CONSTRUCT_INIT                                                                          \
+    .loc = loc, .device_id = device_id,                                                         \
+    .args = {arg_num, args_base, args, arg_sizes, arg_types, arg_names, arg_mappers}
+/* Clang 16 calls the nowait forms with nine arguments: the four dependency arguments hold
+ * whatever the registers and stack had. They are never read, only passed back. */
+#define NOWAIT_INIT                                                                             \
+    .dep_num = dep_num, .dep_list = dep_list, .noalias_dep_num = noalias_dep_num,               \
+    .noalias_dep_list = noalias_dep_list
+
+OB_HOOK_EXPORT void __tgt_target_data_begin_mapper(DATA_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT};
+    data_construct(KIND_BEGIN, 0, &c);
+}
+
+OB_HOOK_EXPORT void __tgt_target_data_end_mapper(DATA_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT};
+    data_construct(KIND_END, 0, &c);
+}
+
+OB_HOOK_EXPORT void __tgt_target_data_update_mapper(DATA_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT};
+    data_construct(KIND_UPDATE, 0, &c);
+}
+
+OB_HOOK_EXPORT void __tgt_target_data_begin_nowait_mapper(DATA_PARAMS, NOWAIT_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT, NOWAIT_INIT};
+    data_construct(KIND_BEGIN, 1, &c);
+}
+
+OB_HOOK_EXPORT void __tgt_target_data_end_nowait_mapper(DATA_PARAMS, NOWAIT_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT, NOWAIT_INIT};
+    data_construct(KIND_END, 1, &c);
+}
+
+OB_HOOK_EXPORT void __tgt_target_data_update_nowait_mapper(DATA_PARAMS, NOWAIT_PARAMS)
+{
+    ob_construct c = {CONSTRUCT_INIT, NOWAIT_INIT};
+    data_construct(KIND_UPDATE, 1, &c);
+}
+
+OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t num_teams,
+                                       int32_t thread_limit, void *host_ptr, ob_kernel_args *args)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    require((void *)rt->kernel, "__tgt_target_kernel");
+    int device = -1;
+    if (in_runtime == 0 && active()) {
+        ob_hook_add(&ob_hook_count.kernels, 1);
+        if (args != NULL && args->version > OB_KNOWN_KERNEL_ARGS_VERSION) {
+            static atomic_int said;
+            say_once(&said, "a target region passes kernel arguments of version %s%d, newer "
+                     "than libomptarget 16's; the program was built for another runtime: "
+                     "forwarding every call unchanged from now on", "", (int)args->version);
+            atomic_store(&runtime_known, 0);
+        } else {
+            device = resolve_device(rt, device_id);
+        }
+    }
+    if (device < 0 || args == NULL) {
+        in_runtime++;
+        int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
+        in_runtime--;
+        return result;
+    }
+    pthread_rwlock_rdlock(&construct_lock);
+    ob_hook_kernel_maps(device, args);
+    in_runtime++;
+    int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
+    in_runtime--;
+    pthread_rwlock_unlock(&construct_lock);
+    return result;
+}
+
+OB_HOOK_EXPORT void __tgt_register_lib(ob_bin_desc *desc)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    require((void *)rt->register_lib, "__tgt_register_lib");
+    /* Globals are recorded whatever the hook's state: it may be enabled later. */
+    for (ob_offload_entry *e = desc != NULL ? desc->host_entries_begin : NULL;
+         e != NULL && e < desc->host_entries_end; e++)
+        if (e->size > 0 && e->addr != NULL)
+            ob_globals_add((uintptr_t)e->addr, (uintptr_t)e->addr + e->size);
+    in_runtime++;
+    rt->register_lib(desc);
+    in_runtime--;
+}
+
+OB_HOOK_EXPORT void __tgt_register_requires(int64_t flags)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    require((void *)rt->register_requires, "__tgt_register_requires");
+    if (flags & OB_REQ_UNIFIED_SHARED_MEMORY) {
+        atomic_store(&unified_memory, 1);
+        ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
+    }
+    in_runtime++;
+    rt->register_requires(flags);
+    in_runtime--;
+}
+
+OB_HOOK_EXPORT int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr,
+                                            size_t size, size_t device_offset, int device_num)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    require((void *)rt->associate_ptr, "omp_target_associate_ptr");
+    int locked = in_runtime == 0;
+    if (locked)
+        pthread_rwlock_wrlock(&construct_lock);
+    in_runtime++;
+    int result = rt->associate_ptr(host_ptr, device_ptr, size, device_offset, device_num);
+    in_runtime--;
+    /* The new entry is never batched (its count is infinite); nothing the mirror holds may
+     * overlap it any more. */
+    if (locked) {
+        ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + size + 1);
+        pthread_rwlock_unlock(&construct_lock);
+    }
+    return result;
+}
+
+OB_HOOK_EXPORT int omp_target_disassociate_ptr(const void *host_ptr, int device_num)
+{
+    const ob_hook_runtime *rt = hook_setup();
+    require((void *)rt->disassociate_ptr, "omp_target_disassociate_ptr");
+    int locked = in_runtime == 0;
+    if (locked)
+        pthread_rwlock_wrlock(&construct_lock);
+    in_runtime++;
+    int result = rt->disassociate_ptr(host_ptr, device_num);
+    in_runtime--;
+    if (locked) {
+        ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + 1);
+        ob_hook_copy_forget_memory();
+        pthread_rwlock_unlock(&construct_lock);
+    }
+    return result;
+}
+
+int ompbatch_hook_set_enabled(int want)
+{
+    if (want != 0 && want != 1)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "enabled is %d; use 0 or 1", want);
+    pthread_once(&setup_once, setup);
+    if (want && ob_config_get()->disable)
+        return ob_fail(OMPBATCH_ERR_BAD_STATE,
+                       "OMPBATCH_DISABLE=1 is set: the hook stays a pass-through");
+    pthread_rwlock_wrlock(&construct_lock);
+    int previous = atomic_exchange(&enabled, want);
+    /* While off, the hook saw nothing: what it knew of the runtime's tables is stale. */
+    if (want && !previous)
+        for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
+            ob_mirror_drop_device(d);
+    pthread_rwlock_unlock(&construct_lock);
+    return previous;
+}
