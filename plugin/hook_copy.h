@@ -30,4 +30,8 @@ int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count);
  * only costs them speed: a stale kind still yields correct copies (see memkind.h). */
 void ob_hook_copy_forget_memory(void);
 
+/* Frees this thread's batches and staging and forgets every device verdict. For tests that
+ * switch drivers; not thread-safe. */
+void ob_hook_copy_reset_for_testing(void);
+
 #endif

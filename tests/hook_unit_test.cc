@@ -1,0 +1,358 @@
+// The OpenMP hook's parts below the entry points: the mapping mirror, the globals table, and
+// the copy layer (device verdicts, pinned staging of device-to-host pieces, failures) driven
+// through the fake CUDA driver. The entry points themselves run against the real libomptarget
+// in tests/omp_hook.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ompbatch.h"
+#include "tests/test_random.h"
+
+extern "C" {
+#include "plugin/alloc.h"
+#include "plugin/driver.h"
+#include "plugin/hook_copy.h"
+#include "plugin/hook_mirror.h"
+#include "tests/fake_cuda/fake_cuda_control.h"
+}
+
+namespace {
+
+// ---- mirror --------------------------------------------------------------------------------
+
+ob_mirror_entry entry(uintptr_t begin, uintptr_t end, uintptr_t device = 0x9000)
+{
+    ob_mirror_entry e{};
+    e.begin = begin;
+    e.end = end;
+    e.device = device;
+    e.dyn = 1;
+    return e;
+}
+
+int insert(int device, ob_mirror_entry e)
+{
+    return ob_mirror_insert(device, &e);
+}
+
+class Mirror : public ::testing::Test {
+protected:
+    void SetUp() override { ob_mirror_drop_device(kDevice); }
+    void TearDown() override { ob_mirror_drop_device(kDevice); }
+    static constexpr int kDevice = 5;
+};
+
+TEST_F(Mirror, FindsRangesInsideOneEntryOnly)
+{
+    ASSERT_EQ(0, insert(kDevice, entry(100, 200, 7000)));
+    ASSERT_EQ(0, insert(kDevice, entry(200, 300, 9000)));
+    ob_mirror_entry *found = nullptr;
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 100, 200, &found));
+    ASSERT_NE(nullptr, found);
+    EXPECT_EQ(7000u, found->device);
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 250, 251, &found));
+    EXPECT_EQ(9000u, found->device);
+    // Adjacent entries are two mappings: a range across them is not inside either.
+    EXPECT_EQ(OB_MIRROR_PARTIAL, ob_mirror_find(kDevice, 150, 250, nullptr));
+    EXPECT_EQ(OB_MIRROR_PARTIAL, ob_mirror_find(kDevice, 50, 101, nullptr));
+    EXPECT_EQ(OB_MIRROR_PARTIAL, ob_mirror_find(kDevice, 299, 301, nullptr));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 50, 100, nullptr));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 300, 400, nullptr));
+    EXPECT_EQ(2u, ob_mirror_count(kDevice));
+}
+
+TEST_F(Mirror, InsertReplacesOverlappingEntriesAndKeepsOrder)
+{
+    for (uintptr_t b = 0; b < 50; b++) // inserted out of order
+        ASSERT_EQ(0, insert(kDevice, entry(
+                                                   ((b * 37) % 50) * 10, ((b * 37) % 50) * 10 + 5)));
+    EXPECT_EQ(50u, ob_mirror_count(kDevice));
+    for (uintptr_t b = 0; b < 50; b++)
+        EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, b * 10, b * 10 + 5, nullptr)) << b;
+    ASSERT_EQ(0, insert(kDevice, entry(42, 133)));
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 42, 133, nullptr));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 40, 42, nullptr)) << "40..45 was dropped";
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 30, 35, nullptr));
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 140, 145, nullptr));
+    EXPECT_EQ(50u - 10u + 1u, ob_mirror_count(kDevice)); // 40, 50, ..., 130 replaced
+}
+
+TEST_F(Mirror, DropsEveryEntryARangeTouches)
+{
+    for (uintptr_t b = 0; b < 10; b++)
+        ASSERT_EQ(0, insert(kDevice, entry(b * 100, b * 100 + 50)));
+    ob_mirror_drop_range(kDevice, 149, 301); // touches 100..150 and 300..350, not 200..250's neighbours
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 100, 101, nullptr));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 200, 201, nullptr));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice, 300, 301, nullptr));
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 0, 50, nullptr));
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 400, 450, nullptr));
+    ob_mirror_drop_range(kDevice, 450, 500); // starts at an entry's end: touches nothing
+    EXPECT_EQ(7u, ob_mirror_count(kDevice));
+    ob_mirror_drop_device(kDevice);
+    EXPECT_EQ(0u, ob_mirror_count(kDevice));
+}
+
+TEST_F(Mirror, IgnoresDevicesOutsideItsTable)
+{
+    EXPECT_EQ(-1, insert(-1, entry(1, 2)));
+    EXPECT_EQ(-1, insert(OB_MIRROR_MAX_DEVICES, entry(1, 2)));
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(OB_MIRROR_MAX_DEVICES, 1, 2, nullptr));
+    ob_mirror_drop_range(-3, 0, 10);
+    ob_mirror_drop_device(OB_MIRROR_MAX_DEVICES + 1);
+    EXPECT_EQ(0u, ob_mirror_count(-1));
+}
+
+TEST_F(Mirror, InsertFailsCleanlyWithoutMemory)
+{
+    ob_alloc_fail_after_for_testing(0);
+    int rc = insert(kDevice + 1, entry(1, 2));
+    ob_alloc_fail_after_for_testing(-1);
+    EXPECT_EQ(-1, rc);
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(kDevice + 1, 1, 2, nullptr));
+}
+
+TEST(Globals, OverlapTestsCoverMergedRanges)
+{
+    // Addresses far from anything another test registers.
+    const uintptr_t base = uintptr_t(1) << 40;
+    ob_globals_add(base + 100, base + 200);
+    ob_globals_add(base + 150, base + 300); // overlaps: merged
+    ob_globals_add(base + 300, base + 310); // adjacent: its own range
+    EXPECT_TRUE(ob_globals_overlap(base + 299, base + 300));
+    EXPECT_TRUE(ob_globals_overlap(base + 99, base + 101));
+    EXPECT_TRUE(ob_globals_overlap(base + 305, base + 306));
+    EXPECT_FALSE(ob_globals_overlap(base + 50, base + 100));
+    EXPECT_FALSE(ob_globals_overlap(base + 310, base + 400));
+}
+
+// ---- copies through the fake driver ---------------------------------------------------------
+
+const std::string &fake_library_path()
+{
+    static const std::string path = [] {
+        const char *p = std::getenv("OMPBATCH_CUDA_LIBRARY");
+        return std::string(p ? p : "");
+    }();
+    return path;
+}
+
+fake_cuda_control &fake()
+{
+    static fake_cuda_control ctl = fake_cuda_control_open(fake_library_path().c_str());
+    return ctl;
+}
+
+// Device memory of the fake (host-addressable, so the test reads and poisons it directly).
+struct DeviceBuffer {
+    unsigned char *ptr = nullptr;
+    int ordinal;
+    DeviceBuffer(size_t n, int dev) : ordinal(dev)
+    {
+        CUdeviceptr p = 0;
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_push_context(dev));
+        EXPECT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuMemAlloc(&p, n));
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+        ptr = reinterpret_cast<unsigned char *>(p);
+    }
+    ~DeviceBuffer()
+    {
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_push_context(ordinal));
+        EXPECT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    }
+};
+
+// Pieces of random sizes (1 byte and odd sizes included) laid out in one device buffer and
+// in separate host buffers; both sides hold different random bytes.
+struct Pieces {
+    std::vector<size_t> sizes, offsets;
+    std::vector<std::vector<unsigned char>> host;
+    size_t total = 0;
+    Pieces(size_t count, uint64_t salt)
+    {
+        auto r = random_bytes(count * 2, salt);
+        for (size_t i = 0; i < count; i++) {
+            size_t n = i == 0 ? 1 : 1 + (size_t(r[2 * i]) << 5 | r[2 * i + 1]) % 9000;
+            sizes.push_back(n);
+            offsets.push_back(total);
+            total += n + (i % 3); // odd gaps, so pieces start at odd addresses
+            host.push_back(random_bytes(n, salt * 1000 + i));
+        }
+    }
+};
+
+class HookCopy : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_NE(nullptr, fake().handle) << fake().error;
+        fake().reset_config();
+        fake().reset();
+        fake().set_device_count(2);
+        fake().deinit();
+        ob_hook_copy_reset_for_testing();
+        ob_driver_reload_for_testing();
+        ASSERT_TRUE(ob_driver_get()->loaded) << ob_driver_get()->reason;
+    }
+    void TearDown() override
+    {
+        ob_hook_copy_reset_for_testing();
+        fake().clear_injections();
+    }
+};
+
+TEST_F(HookCopy, DeviceVerdictFollowsTheMemoryLibomptargetHandsOut)
+{
+    DeviceBuffer on0(4096, 0), on1(4096, 1);
+    std::vector<unsigned char> host(64);
+    EXPECT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(on0.ptr)));
+    EXPECT_EQ(1, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(on1.ptr)));
+    // OpenMP device 2 handing out CUDA device 0's memory is a numbering the hook does not know.
+    EXPECT_EQ(0, ob_hook_device_usable(2, reinterpret_cast<uintptr_t>(on0.ptr)));
+    // A host-offload device hands out ordinary host memory: copies are memcpy.
+    EXPECT_EQ(1, ob_hook_device_usable(3, reinterpret_cast<uintptr_t>(host.data())));
+    // The verdict is kept: later addresses are not classified again.
+    long long queries = fake().call_count("cuPointerGetAttributes");
+    EXPECT_EQ(0, ob_hook_device_usable(2, reinterpret_cast<uintptr_t>(on1.ptr)));
+    EXPECT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(on1.ptr)));
+    EXPECT_EQ(queries, fake().call_count("cuPointerGetAttributes"));
+    EXPECT_EQ(0, ob_hook_device_usable(-1, 0));
+    EXPECT_EQ(0, ob_hook_device_usable(OB_MIRROR_MAX_DEVICES, 0));
+}
+
+TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
+{
+    Pieces p(48, 1);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    for (int round = 0; round < 2; round++) {
+        std::vector<ob_hook_copy> copies;
+        std::vector<std::vector<unsigned char>> dst(p.sizes.size());
+        for (size_t i = 0; i < p.sizes.size(); i++) {
+            auto bytes = random_bytes(p.sizes[i], 77 + round * 100 + i);
+            std::memcpy(dev.ptr + p.offsets[i], bytes.data(), p.sizes[i]);
+            p.host[i] = bytes;
+            dst[i].assign(p.sizes[i] + 2, 0x5A); // poisoned, with a guard byte each side
+            copies.push_back({dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0});
+        }
+        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+            << ompbatch_last_error();
+        for (size_t i = 0; i < p.sizes.size(); i++) {
+            ASSERT_EQ(0, std::memcmp(dst[i].data() + 1, p.host[i].data(), p.sizes[i]))
+                << "round " << round << " piece " << i;
+            EXPECT_EQ(0x5A, dst[i][0]);
+            EXPECT_EQ(0x5A, dst[i][p.sizes[i] + 1]);
+        }
+        // The driver wrote into pinned staging, not into the pageable destinations.
+        fake_cuda_batch_record r;
+        ASSERT_EQ(0, fake().get_batch_record(0, &r));
+        for (size_t i = 0; i < r.count && i < FAKE_CUDA_RECORD_MAX_COPIES; i++)
+            for (const auto &d : dst)
+                EXPECT_FALSE(r.dsts[i] >= reinterpret_cast<CUdeviceptr>(d.data()) &&
+                             r.dsts[i] < reinterpret_cast<CUdeviceptr>(d.data() + d.size()));
+    }
+    EXPECT_EQ(1, fake().call_count("cuMemAllocHost")) << "the staging area is reused";
+}
+
+TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
+{
+    Pieces p(40, 2);
+    DeviceBuffer dev(p.total, 1);
+    ASSERT_EQ(1, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::memset(dev.ptr, 0xC3, p.total);
+    std::vector<ob_hook_copy> copies;
+    std::vector<std::vector<unsigned char>> back(p.sizes.size());
+    for (size_t i = 0; i < p.sizes.size(); i++) {
+        if (i % 2 == 0) {
+            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        } else {
+            back[i].assign(p.sizes[i], 0x11);
+            copies.push_back({back[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
+        }
+    }
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    for (size_t i = 0; i < p.sizes.size(); i++) {
+        if (i % 2 == 0) {
+            EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
+        } else {
+            std::vector<unsigned char> poison(p.sizes[i], 0xC3);
+            EXPECT_EQ(0, std::memcmp(back[i].data(), poison.data(), p.sizes[i])) << i;
+        }
+    }
+}
+
+TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
+{
+    Pieces p(20, 3);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    ASSERT_EQ(0, fake().inject_failure("cuMemAllocHost", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    std::vector<ob_hook_copy> copies;
+    std::vector<std::vector<unsigned char>> dst(p.sizes.size());
+    for (size_t i = 0; i < p.sizes.size(); i++) {
+        std::memcpy(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]);
+        dst[i].assign(p.sizes[i], 0x77);
+        copies.push_back({dst[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
+    }
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    EXPECT_EQ(1, fake().call_count("cuMemAllocHost"));
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        EXPECT_EQ(0, std::memcmp(dst[i].data(), p.host[i].data(), p.sizes[i])) << i;
+}
+
+TEST_F(HookCopy, ADriverFailureIsReportedAndTheNextBatchWorks)
+{
+    Pieces p(12, 4);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::vector<ob_hook_copy> copies;
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, copies.data(), copies.size()));
+    EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "CUDA_ERROR_INVALID_VALUE"))
+        << ompbatch_last_error();
+    std::memset(dev.ptr, 0, p.total);
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
+}
+
+TEST_F(HookCopy, OutOfMemoryIsReportedAtEveryAllocation)
+{
+    Pieces p(8, 5);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::vector<ob_hook_copy> copies;
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+    int failures = 0;
+    for (long allowed = 0; allowed < 64; allowed++) {
+        ob_hook_copy_reset_for_testing();
+        ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+        std::memset(dev.ptr, 0, p.total);
+        ob_alloc_fail_after_for_testing(allowed);
+        int rc = ob_hook_copy_run(0, copies.data(), copies.size());
+        ob_alloc_fail_after_for_testing(-1);
+        if (rc == OMPBATCH_OK) {
+            for (size_t i = 0; i < p.sizes.size(); i++)
+                ASSERT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
+            break;
+        }
+        EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY, rc) << "allowed " << allowed;
+        failures++;
+    }
+    EXPECT_GT(failures, 0);
+}
+
+} // namespace
