@@ -260,6 +260,14 @@ static void count_construct(int32_t count, atomic_uint_fast64_t *batched_counter
     ob_hook_add(&ob_hook_count.items_forwarded, (uint64_t)count - batched);
 }
 
+/* The construct goes to the runtime as the program made it, every item counted forwarded. */
+static void forward_whole(const ob_construct *c)
+{
+    int32_t count = c->args.count > 0 ? c->args.count : 0;
+    count_construct(count, &ob_hook_count.items_forwarded, 0);
+    ob_hook_forward(c, &c->args, 1);
+}
+
 /* Copies item i's argument into the compacted list at position n. */
 static void compact_item(const ob_map_args *a, int32_t i, ob_map_args *out, int32_t n,
                          int64_t type)
@@ -294,13 +302,13 @@ void ob_hook_update(const ob_construct *c)
     const ob_map_args *a = &c->args;
     scratch s;
     if (a->count <= 0 || scratch_alloc(&s, a->count) != 0) {
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         return;
     }
     item *items = s.items;
     if (describe_items(a, items) != 0) {
         scratch_free(&s);
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         return;
     }
     /* A present miss aborts the program in the runtime's item order; copies the hook made
@@ -453,7 +461,7 @@ void ob_hook_begin(const ob_construct *c)
     const ob_map_args *a = &c->args;
     scratch s;
     if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         if (a->count > 0 && any_mapper(a))
             ob_mirror_drop_device(c->device); /* mappers map what the hook cannot see */
         return;
@@ -461,7 +469,7 @@ void ob_hook_begin(const ob_construct *c)
     item *items = s.items;
     if (describe_items(a, items) != 0) {
         scratch_free(&s);
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         return;
     }
     size_t candidates = plan_begin(c, items, s.types);
@@ -620,7 +628,7 @@ void ob_hook_end(const ob_construct *c)
     const ob_map_args *a = &c->args;
     scratch s;
     if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         if (a->count > 0 && any_mapper(a))
             ob_mirror_drop_device(c->device);
         ob_hook_copy_forget_memory();
@@ -629,7 +637,7 @@ void ob_hook_end(const ob_construct *c)
     item *items = s.items;
     if (describe_items(a, items) != 0) {
         scratch_free(&s);
-        ob_hook_forward(c, a, 1);
+        forward_whole(c);
         ob_hook_copy_forget_memory();
         return;
     }

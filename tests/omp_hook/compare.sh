@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Runs one OpenMP test program built without and with the ompbatch hook and demands the same
+# behaviour from every variant, then checks the hook's statistics line.
+#
+# usage: compare.sh [options] <plain binary> <hooked binary> <libompbatch.so> [-- program args]
+#
+# The program is run as `<binary> <seed> [program args]`, five times with the same seed:
+#   plain        the program without the hook
+#   hooked       linked with libompbatch.a
+#   hooked+stats the same with OMPBATCH_STATS=1: statistics line checked against --expect
+#   preload      the plain program with LD_PRELOAD=<libompbatch.so> and OMPBATCH_STATS=1:
+#                statistics line checked against --expect too
+#   disabled     hooked with OMPBATCH_DISABLE=1 and OMPBATCH_STATS=1: state=pass-through and
+#                every *_batched counter 0
+# Every variant must match the plain run exactly: stdout, exit status, and the stderr lines
+# that contain "Libomptarget" (the runtime's messages; addresses masked, since they differ
+# between binaries and runs). Each variant also runs with OMP_TARGET_OFFLOAD=MANDATORY (no
+# silent host fallback) and without OMPBATCH_DISABLE/OMPBATCH_STATS/LD_PRELOAD from the
+# caller's environment; unless OMPBATCH_COMPARE_GPU=1, also with
+# OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1, so that on a host-offload build OpenMP
+# device 0 is never taken for a CUDA device by the library.
+#
+# options:
+#   --name NAME        the program's name in the report (default: the plain binary's name)
+#   --expect EXPR      a statistics expectation for hooked+stats and preload, repeatable:
+#                      KEY>=N, KEY>N, KEY<=N, KEY<N, KEY==N, KEY!=N (numbers) or KEY=VALUE
+#                      (text), KEY a field of the line, e.g. --expect update_batched>=32
+#                      (state=active is always expected)
+#   --status N         the exit status the plain run must have (default 0; a program that
+#                      libomptarget aborts exits 134)
+#   --no-stats         no statistics line is expected (a run that aborts skips exit handlers)
+#   --no-preload       skip the preload variant
+# environment:
+#   OMPBATCH_TEST_SEED       the seed (default: random); printed either way, to replay a run
+#   OMPBATCH_COMPARE_GPU=1   keep the caller's CUDA driver setting (GPU builds)
+#   OMPBATCH_COMPARE_TIMEOUT seconds per run (default 120)
+#   OMPBATCH_COMPARE_KEEP=1  keep every run's stdout/stderr (kept anyway when a check fails)
+#
+# Prints one line per check ("ok ..." or "FAIL ...: why") and last
+# "omp hook compare <name>: N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
+set -uo pipefail
+
+usage() {
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+name=""
+expects=()
+want_status=0
+stats=1
+preload=1
+positional=()
+program_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --name) [ $# -ge 2 ] || usage; name=$2; shift 2 ;;
+    --expect) [ $# -ge 2 ] || usage; expects+=("$2"); shift 2 ;;
+    --status) [ $# -ge 2 ] || usage; want_status=$2; shift 2 ;;
+    --no-stats) stats=0; shift ;;
+    --no-preload) preload=0; shift ;;
+    --) shift; program_args=("$@"); break ;;
+    -*) echo "compare.sh: unknown option $1" >&2; usage ;;
+    *) positional+=("$1"); shift ;;
+    esac
+done
+[ ${#positional[@]} -eq 3 ] || usage
+plain=${positional[0]}
+hooked=${positional[1]}
+lib=${positional[2]}
+[ -n "$name" ] || name=$(basename "$plain")
+
+passed=0
+failed=0
+ok() {
+    passed=$((passed + 1))
+    echo "ok   $*"
+}
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL $*"
+}
+
+for f in "$plain" "$hooked"; do
+    [ -x "$f" ] || { echo "compare.sh: $f is not an executable" >&2; exit 2; }
+done
+[ -f "$lib" ] || { echo "compare.sh: $lib does not exist" >&2; exit 2; }
+# LD_PRELOAD needs a path that does not depend on the working directory.
+lib_abs=$(cd "$(dirname "$lib")" && pwd -P)/$(basename "$lib")
+
+seed=${OMPBATCH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+case "$seed" in
+'' | *[!0-9]*) echo "compare.sh: OMPBATCH_TEST_SEED must be a number, got '$seed'" >&2; exit 2 ;;
+esac
+echo "omp hook compare $name: seed $seed (OMPBATCH_TEST_SEED=$seed replays it)"
+
+dir=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/omp_hook_compare.XXXXXX") || exit 2
+timeout_s=${OMPBATCH_COMPARE_TIMEOUT:-120}
+
+base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY)
+if [ "${OMPBATCH_COMPARE_GPU:-0}" != 1 ]; then
+    base_env+=(OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1)
+fi
+
+# run VARIANT [VAR=value...] BINARY: runs BINARY <seed> <program args> into $dir/VARIANT.*
+run() {
+    local variant=$1
+    shift
+    # In a subshell whose stderr is dropped: bash's own "Aborted" notice for a program the
+    # runtime aborts is not the program's output.
+    (
+        timeout -k 5 "$timeout_s" "${base_env[@]}" "$@" "$seed" \
+            ${program_args[@]+"${program_args[@]}"} >"$dir/$variant.out" 2>"$dir/$variant.err"
+        echo $? >"$dir/$variant.status"
+    ) 2>/dev/null
+}
+
+variants=(hooked hooked+stats)
+run plain "$plain"
+run hooked "$hooked"
+run hooked+stats OMPBATCH_STATS=1 "$hooked"
+if [ "$preload" = 1 ]; then
+    run preload OMPBATCH_STATS=1 LD_PRELOAD="$lib_abs" "$plain"
+    variants+=(preload)
+fi
+run disabled OMPBATCH_STATS=1 OMPBATCH_DISABLE=1 "$hooked"
+variants+=(disabled)
+
+status_of() { cat "$dir/$1.status"; }
+
+# A run's exit status in words where it says more than the number.
+status_words() {
+    local st
+    st=$(status_of "$1")
+    case "$st" in
+    124 | 137) echo "$st (killed after ${timeout_s}s)" ;;
+    134) echo "$st (SIGABRT)" ;;
+    139) echo "$st (SIGSEGV)" ;;
+    *) echo "$st" ;;
+    esac
+}
+
+# The runtime's messages of a run, addresses masked.
+runtime_lines() { grep 'Libomptarget' "$dir/$1.err" | sed -E 's/0x[0-9a-fA-F]+/0x?/g'; }
+
+# The end of a run's stderr, for a failure's context.
+show_stderr() {
+    echo "     last lines of $1's stderr:"
+    tail -n 8 "$dir/$1.err" | sed 's/^/       /'
+}
+
+# ---- the plain run: the reference ------------------------------------------------------------
+if [ "$(status_of plain)" = "$want_status" ]; then
+    ok "plain: exit status $(status_words plain)"
+else
+    fail "plain: exit status $(status_words plain), want $want_status" \
+        "(the program's own checks, without the hook)"
+    show_stderr plain
+fi
+
+# ---- every variant behaves like plain --------------------------------------------------------
+for v in "${variants[@]}"; do
+    if [ "$(status_of "$v")" = "$(status_of plain)" ]; then
+        ok "$v: exit status $(status_words "$v"), as plain"
+    else
+        fail "$v: exit status $(status_words "$v"), plain $(status_words plain)"
+        show_stderr "$v"
+    fi
+    if cmp -s "$dir/plain.out" "$dir/$v.out"; then
+        ok "$v: stdout as plain ($(wc -l <"$dir/$v.out") lines)"
+    else
+        fail "$v: stdout differs from plain:"
+        diff -u "$dir/plain.out" "$dir/$v.out" | head -n 30 | sed 's/^/       /'
+    fi
+    if [ "$(runtime_lines plain)" = "$(runtime_lines "$v")" ]; then
+        ok "$v: libomptarget messages as plain ($(runtime_lines "$v" | wc -l) lines)"
+    else
+        fail "$v: libomptarget messages differ from plain:"
+        diff -u <(runtime_lines plain) <(runtime_lines "$v") | head -n 20 | sed 's/^/       /'
+    fi
+done
+
+# ---- statistics ------------------------------------------------------------------------------
+stats_line() { grep '^ompbatch hook: ' "$dir/$1.err"; }
+
+# The value of KEY in a statistics line, or nothing.
+stat_value() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
+
+# check_expectation VARIANT LINE EXPR
+check_expectation() {
+    local v=$1 line=$2 expr=$3 key op want got
+    if [[ ! "$expr" =~ ^([A-Za-z_][A-Za-z0-9_]*)(\>=|\<=|==|!=|=|\>|\<)(.+)$ ]]; then
+        fail "$v: bad expectation '$expr' (want KEY>=N, KEY=VALUE, ...)"
+        return
+    fi
+    key=${BASH_REMATCH[1]} op=${BASH_REMATCH[2]} want=${BASH_REMATCH[3]}
+    got=$(stat_value "$line" "$key")
+    if [ -z "$got" ]; then
+        fail "$v: expectation $expr: the statistics line has no field '$key'"
+        return
+    fi
+    if [ "$op" = "=" ]; then
+        if [ "$got" = "$want" ]; then
+            ok "$v: $key=$got"
+        else
+            fail "$v: expectation $expr not met: $key=$got"
+        fi
+        return
+    fi
+    if [[ ! "$got" =~ ^[0-9]+$ || ! "$want" =~ ^[0-9]+$ ]]; then
+        fail "$v: expectation $expr: '$key=$got' or '$want' is not a number"
+        return
+    fi
+    local holds=0
+    case "$op" in
+    '>=') ((got >= want)) && holds=1 ;;
+    '>') ((got > want)) && holds=1 ;;
+    '<=') ((got <= want)) && holds=1 ;;
+    '<') ((got < want)) && holds=1 ;;
+    '==') ((got == want)) && holds=1 ;;
+    '!=') ((got != want)) && holds=1 ;;
+    esac
+    if [ "$holds" = 1 ]; then
+        ok "$v: $key=$got ($expr)"
+    else
+        fail "$v: expectation $expr not met: $key=$got"
+    fi
+}
+
+# Sets stats_text to the single statistics line of a run; a failure if there is none or more.
+one_stats_line() {
+    local v=$1 count
+    stats_text=$(stats_line "$v")
+    count=$(grep -c . <<<"$stats_text")
+    if [ -z "$stats_text" ]; then
+        fail "$v: no 'ompbatch hook: ...' statistics line on stderr with OMPBATCH_STATS=1" \
+            "(hook not linked in, or no statistics printed at exit)"
+        return 1
+    fi
+    if [ "$count" != 1 ]; then
+        fail "$v: $count statistics lines on stderr, want one"
+        return 1
+    fi
+    echo "     $v: $stats_text"
+}
+
+if [ "$stats" = 1 ]; then
+    if [ -z "$(stats_line hooked)" ]; then
+        ok "hooked: no statistics line without OMPBATCH_STATS"
+    else
+        fail "hooked: a statistics line without OMPBATCH_STATS=1: $(stats_line hooked | head -n 1)"
+    fi
+    active=(hooked+stats)
+    [ "$preload" = 1 ] && active+=(preload)
+    for v in "${active[@]}"; do
+        one_stats_line "$v" || continue
+        check_expectation "$v" "$stats_text" "state=active"
+        for e in ${expects[@]+"${expects[@]}"}; do
+            check_expectation "$v" "$stats_text" "$e"
+        done
+    done
+    if one_stats_line disabled; then
+        check_expectation disabled "$stats_text" "state=pass-through"
+        for key in update_batched enter_batched exit_batched; do
+            check_expectation disabled "$stats_text" "$key==0"
+        done
+    fi
+fi
+
+if [ "$failed" = 0 ] && [ "${OMPBATCH_COMPARE_KEEP:-0}" != 1 ]; then
+    rm -rf "$dir"
+else
+    echo "     outputs of every run: $dir"
+fi
+echo "omp hook compare $name: $passed passed, $failed failed"
+[ "$failed" = 0 ]

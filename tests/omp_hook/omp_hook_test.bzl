@@ -1,0 +1,65 @@
+"""Macros of the OpenMP hook tests (tests/omp_hook): one program built without and with the
+hook, and a compare.sh test over both."""
+
+load("//build_defs:omp.bzl", "omp_binary")
+
+# The `present` modifier (update to/from, map) needs OpenMP 5.1; clang 16 defaults to 5.0.
+HOOK_TEST_COPTS = ["-fopenmp-version=51"]
+
+def omp_hook_program(name, src, target = "host", **kwargs):
+    """`<name>_plain` (no hook) and `<name>_hooked` (libompbatch.a linked before the OpenMP
+    runtime), both built from src with the shared hook_test.h. target = "nvptx" builds them for
+    the GPU (run them with compare.sh and OMPBATCH_COMPARE_GPU=1 on a machine with the LLVM 16
+    runtime)."""
+    copts = list(HOOK_TEST_COPTS)
+    for suffix, hook in [("_plain", False), ("_hooked", True)]:
+        omp_binary(
+            name = name + suffix,
+            srcs = [src, "hook_test.h"],
+            target = target,
+            hook = hook,
+            copts = copts,
+            testonly = True,
+            **kwargs
+        )
+
+def omp_hook_compare_test(
+        name,
+        program,
+        expects = [],
+        status = None,
+        stats = True,
+        program_args = [],
+        size = "small",
+        timeout = "short",
+        **kwargs):
+    """A sh_test running compare.sh on omp_hook_program `program`: plain, hooked, hooked with
+    statistics, LD_PRELOAD=libompbatch.so and OMPBATCH_DISABLE=1 must behave alike, and the
+    statistics line must meet `expects` ("key>=N", see compare.sh)."""
+    args = ["--name", name]
+    for expect in expects:
+        args += ["--expect", expect]
+    if status != None:
+        args += ["--status", str(status)]
+    if not stats:
+        args.append("--no-stats")
+    args += [
+        "$(rootpath :%s_plain)" % program,
+        "$(rootpath :%s_hooked)" % program,
+        "$(rootpath //:libompbatch.so)",
+    ]
+    if program_args:
+        args += ["--"] + program_args
+    native.sh_test(
+        name = name,
+        size = size,
+        timeout = timeout,
+        srcs = ["compare.sh"],
+        args = args,
+        data = [
+            ":%s_plain" % program,
+            ":%s_hooked" % program,
+            "//:libompbatch.so",
+        ],
+        **kwargs
+    )
