@@ -30,11 +30,15 @@
 #                      libomptarget aborts exits 134)
 #   --no-stats         no statistics line is expected (a run that aborts skips exit handlers)
 #   --no-preload       skip the preload variant
+#   --args-file F      read more arguments from F, one per line, as if given in its place
+#                      (the Bazel tests write their options there, so GPU runs reuse them)
 # environment:
 #   OMPBATCH_TEST_SEED       the seed (default: random); printed either way, to replay a run
 #   OMPBATCH_COMPARE_GPU=1   keep the caller's CUDA driver setting (GPU builds)
 #   OMPBATCH_COMPARE_TIMEOUT seconds per run (default 120)
 #   OMPBATCH_COMPARE_KEEP=1  keep every run's stdout/stderr (kept anyway when a check fails)
+#   OMPBATCH_COMPARE_EXPECT  more --expect expressions, separated by blanks (GPU runs add
+#                            driver_batch_calls>=1)
 #
 # Prints one line per check ("ok ..." or "FAIL ...: why") and last
 # "omp hook compare <name>: N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
@@ -45,8 +49,27 @@ usage() {
     exit 2
 }
 
+# Splice --args-file contents into the argument list first.
+spliced=()
+while [ $# -gt 0 ]; do
+    if [ "$1" = --args-file ]; then
+        [ $# -ge 2 ] && [ -f "$2" ] || { echo "compare.sh: --args-file needs a file" >&2; exit 2; }
+        while IFS= read -r line || [ -n "$line" ]; do
+            spliced+=("$line")
+        done <"$2"
+        shift 2
+    else
+        spliced+=("$1")
+        shift
+    fi
+done
+set -- ${spliced[@]+"${spliced[@]}"}
+
 name=""
 expects=()
+for extra in ${OMPBATCH_COMPARE_EXPECT:-}; do
+    expects+=("$extra")
+done
 want_status=0
 stats=1
 preload=1

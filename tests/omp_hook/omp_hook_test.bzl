@@ -43,22 +43,33 @@ def omp_hook_compare_test(
         args += ["--status", str(status)]
     if not stats:
         args.append("--no-stats")
-    args += [
-        "$(rootpath :%s_plain)" % program,
-        "$(rootpath :%s_hooked)" % program,
-        "$(rootpath //:libompbatch.so)",
-    ]
     if program_args:
         args += ["--"] + program_args
+
+    # The options live in <name>.args (one per line) so that GPU runs of the nvptx builds
+    # (tests/gpu_pack) apply exactly the same checks.
+    native.genrule(
+        name = name + "_args",
+        outs = [name + ".args"],
+        cmd = "printf '%s\\n' " + " ".join(["'%s'" % a for a in args]) + " > $@",
+        testonly = True,
+    )
     native.sh_test(
         name = name,
         size = size,
         timeout = timeout,
         srcs = ["compare.sh"],
-        args = args,
+        args = [
+            "$(rootpath :%s_plain)" % program,
+            "$(rootpath :%s_hooked)" % program,
+            "$(rootpath //:libompbatch.so)",
+            "--args-file",
+            "$(rootpath :%s.args)" % name,
+        ],
         data = [
             ":%s_plain" % program,
             ":%s_hooked" % program,
+            ":%s.args" % name,
             "//:libompbatch.so",
         ],
         **kwargs
