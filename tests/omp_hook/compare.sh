@@ -25,7 +25,8 @@
 #   --expect EXPR      a statistics expectation for hooked+stats and preload, repeatable:
 #                      KEY>=N, KEY>N, KEY<=N, KEY<N, KEY==N, KEY!=N (numbers) or KEY=VALUE
 #                      (text), KEY a field of the line, e.g. --expect update_batched>=32
-#                      (state=active is always expected)
+#                      (state=active is expected unless --state says otherwise)
+#   --state S          the hook state expected of hooked+stats and preload (default active)
 #   --status N         the exit status the plain run must have (default 0; a program that
 #                      libomptarget aborts exits 134)
 #   --no-stats         no statistics line is expected (a run that aborts skips exit handlers)
@@ -71,6 +72,7 @@ for extra in ${OMPBATCH_COMPARE_EXPECT:-}; do
     expects+=("$extra")
 done
 want_status=0
+want_state=active
 stats=1
 preload=1
 positional=()
@@ -82,6 +84,7 @@ while [ $# -gt 0 ]; do
     --status) [ $# -ge 2 ] || usage; want_status=$2; shift 2 ;;
     --no-stats) stats=0; shift ;;
     --no-preload) preload=0; shift ;;
+    --state) [ $# -ge 2 ] || usage; want_state=$2; shift 2 ;;
     --) shift; program_args=("$@"); break ;;
     -*) echo "compare.sh: unknown option $1" >&2; usage ;;
     *) positional+=("$1"); shift ;;
@@ -277,7 +280,7 @@ if [ "$stats" = 1 ]; then
     [ "$preload" = 1 ] && active+=(preload)
     for v in "${active[@]}"; do
         one_stats_line "$v" || continue
-        check_expectation "$v" "$stats_text" "state=active"
+        check_expectation "$v" "$stats_text" "state=$want_state"
         for e in ${expects[@]+"${expects[@]}"}; do
             check_expectation "$v" "$stats_text" "$e"
         done

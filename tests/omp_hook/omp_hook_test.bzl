@@ -29,6 +29,7 @@ def omp_hook_compare_test(
         expects = [],
         status = None,
         stats = True,
+        state = None,
         program_args = [],
         size = "small",
         timeout = "short",
@@ -43,6 +44,8 @@ def omp_hook_compare_test(
         args += ["--status", str(status)]
     if not stats:
         args.append("--no-stats")
+    if state != None:
+        args += ["--state", state]
     if program_args:
         args += ["--"] + program_args
 
