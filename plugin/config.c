@@ -8,6 +8,10 @@
 
 #define OB_DEFAULT_MAX_COPIES 4096
 #define OB_DEFAULT_CUDA_LIBRARY "libcuda.so.1"
+/* libomptarget makes the primary context CU_CTX_SCHED_BLOCKING_SYNC, under which every
+ * cuStreamSynchronize sleeps until the GPU wakes the thread: tens of microseconds even for a
+ * copy that took one. Small batches finish well inside this; long ones block after it. */
+#define OB_DEFAULT_WAIT_POLL_US 200
 
 static ob_config current;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -58,6 +62,7 @@ static void read_environment(void)
     current.stats = (int)read_long("OMPBATCH_STATS", 0, 0, 1);
     current.max_copies = (size_t)read_long("OMPBATCH_MAX_COPIES", OB_DEFAULT_MAX_COPIES, 1,
                                            1L << 24);
+    current.wait_poll_us = read_long("OMPBATCH_WAIT_POLL_US", OB_DEFAULT_WAIT_POLL_US, 0, 1000000);
     current.form = read_form();
     const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
     if (library == NULL || library[0] == '\0')

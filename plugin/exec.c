@@ -1,7 +1,11 @@
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
+#include "config.h"
 #include "error.h"
 #include "log.h"
 
@@ -29,11 +33,41 @@ int ob_exec_run(ob_exec *exec, const ob_plan *plan)
     return OMPBATCH_OK;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Polls the stream for OMPBATCH_WAIT_POLL_US (config.c says why). Returns 1 when it
+ * finished, 0 when it is still busy (or the driver has no cuStreamQuery), and a negative
+ * status on an error. */
+static int poll_stream(ob_exec *exec)
+{
+    const ob_driver *driver = exec->driver;
+    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
+    if (driver->fn.cuStreamQuery == NULL || budget == 0)
+        return 0;
+    uint64_t start = now_ns();
+    do {
+        CUresult r = driver->fn.cuStreamQuery(exec->stream);
+        if (r == CUDA_SUCCESS)
+            return 1;
+        if (r != CUDA_ERROR_NOT_READY)
+            return ob_cu_check(driver, r, "cuStreamQuery");
+    } while (now_ns() - start < budget);
+    return 0;
+}
+
 int ob_exec_wait(ob_exec *exec)
 {
     if (!exec->stream_busy)
         return OMPBATCH_OK;
-    int status = OB_CU(exec->driver, cuStreamSynchronize, exec->stream);
+    int polled = poll_stream(exec);
+    int status = polled < 0    ? polled
+                 : polled == 1 ? OMPBATCH_OK
+                               : OB_CU(exec->driver, cuStreamSynchronize, exec->stream);
     /* A failed synchronisation leaves the stream in an unknown state; asking again would
      * report the same error, so the batch stops treating it as busy either way. */
     exec->stream_busy = 0;

@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "plugin/alloc.h"
+#include "plugin/config.h"
 #include "plugin/driver.h"
 #include "plugin/omp_runtime.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
@@ -816,6 +817,9 @@ TEST_F(FakeDriver, PerCopyFailureNamesTheCopy)
 
 TEST_F(FakeDriver, WaitReportsAFailedSynchronisation)
 {
+    // Polling off: the wait blocks in cuStreamSynchronize straight away.
+    setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+    ob_config_reload();
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     Batch batch;
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
@@ -824,6 +828,38 @@ TEST_F(FakeDriver, WaitReportsAFailedSynchronisation)
     fake().fail_next_sync(CUDA_ERROR_LAUNCH_FAILED);
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(batch.b));
     EXPECT_TRUE(message_has("cuStreamSynchronize failed: CUDA_ERROR_LAUNCH_FAILED"))
+        << ompbatch_last_error();
+    EXPECT_EQ(0, fake().call_count("cuStreamQuery"));
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
+}
+
+TEST_F(FakeDriver, WaitPollsTheStreamBeforeBlocking)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    auto bytes = random_bytes(256, 31);
+    std::memcpy(pinned.ptr, bytes.data(), bytes.size());
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 128, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 128, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    // The fake answers "not ready" once, then "done": the wait saw both and never blocked.
+    EXPECT_EQ(2, fake().call_count("cuStreamQuery"));
+    EXPECT_EQ(0, fake().call_count("cuStreamSynchronize"));
+    EXPECT_EQ(0, std::memcmp(dev.ptr, bytes.data(), 256));
+}
+
+TEST_F(FakeDriver, WaitReportsAFailedQuery)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(0, fake().inject_failure("cuStreamQuery", 1, CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(batch.b));
+    EXPECT_TRUE(message_has("cuStreamQuery failed: CUDA_ERROR_ILLEGAL_ADDRESS"))
         << ompbatch_last_error();
 }
 

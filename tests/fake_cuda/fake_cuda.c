@@ -930,6 +930,31 @@ out:
     return r;
 }
 
+/* A stream with pending work answers "not ready" once, and that query runs the work: polling
+ * loops then see both answers, and the bytes have moved when a query says the stream is done. */
+static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    if (begin_call(FAKE_EP_cuStreamQuery, &r)) {
+        /* As for cuStreamSynchronize: the failed work is gone. */
+        s = find_stream(h);
+        if (s != NULL)
+            stream_discard(s);
+        goto out;
+    }
+    if ((r = require_context(&ctx)) != CUDA_SUCCESS || (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
+        goto out;
+    if (s->nops > 0) {
+        stream_sync(s);
+        r = CUDA_ERROR_NOT_READY;
+    }
+out:
+    unlock();
+    return r;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Memory.
  */
@@ -1744,6 +1769,7 @@ FAKE_CONTROL int fake_cuda_inject_batch_failure(unsigned long nth, size_t copy_i
 FAKE_CONTROL void fake_cuda_fail_next_sync(CUresult result)
 {
     fake_cuda_inject_failure("cuStreamSynchronize", 1, result);
+    fake_cuda_inject_failure("cuStreamQuery", 1, result);
 }
 
 FAKE_CONTROL void fake_cuda_clear_injections(void)

@@ -149,7 +149,8 @@ struct fake_cuda_batch_record {
     /* As above for the nth batch call of either form; the v12080 form reports failIdx =       \
      * copy_index (SIZE_MAX when copy_index >= count). */                                      \
     X(int, inject_batch_failure, (unsigned long nth, size_t copy_index, CUresult result))      \
-    /* inject_failure("cuStreamSynchronize", 1, result). */                                    \
+    /* inject_failure(name, 1, result) for both ways of waiting: cuStreamSynchronize and      \
+     * cuStreamQuery; whichever comes first fails. */                                    \
     X(void, fail_next_sync, (CUresult result))                                                  \
     X(void, clear_injections, (void))                                                           \
                                                                                                 \
