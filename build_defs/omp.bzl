@@ -28,6 +28,17 @@ OMP_TARGET_FLAGS = {
 
 OMP_COPTS = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror"]
 
+# A program linked with libompbatch.a that looks the hook's control functions up with
+# dlsym(RTLD_DEFAULT) (so that it also builds without ompbatch) needs them pulled out of the
+# archive (-u: nothing references them by name) and in its dynamic symbol table (executables
+# export only what shared libraries use). -u of a symbol the archive lacks is not an error.
+OMP_HOOK_LINKOPTS = [
+    "-Wl,-u,ompbatch_hook_set_enabled",
+    "-Wl,-u,ompbatch_hook_get_stats",
+    "-Wl,-u,ompbatch_hook_reset_stats",
+    "'-Wl,--export-dynamic-symbol=ompbatch_hook_*'",
+]
+
 OMP_LINKOPTS = ["-ldl", "-pthread", "-lm", "-L" + LLVM + "/lib", "-Wl,-rpath," + LLVM + "/lib"]
 
 def omp_binary(name, srcs, target = "host", hook = False, copts = [], **kwargs):
@@ -53,7 +64,7 @@ def omp_binary(name, srcs, target = "host", hook = False, copts = [], **kwargs):
             "-I$$(dirname $(location //:include/ompbatch.h))",
             "$(location " + srcs[0] + ")",
             "$$lib",
-        ] + OMP_LINKOPTS + ["-o $@"]),
+        ] + OMP_LINKOPTS + (OMP_HOOK_LINKOPTS if hook else []) + ["-o $@"]),
         message = "Building OpenMP program " + name + " (LLVM 16, " + target + ")",
         **kwargs
     )

@@ -1,0 +1,782 @@
+/*
+ * The ompbatch OpenMP hook benchmark: OpenMP data constructs of the shapes the hook batches (and
+ * a few it should leave alone), timed with the hook off and on, alternating in one process.
+ *
+ * Shapes (pageable host memory from malloc; "4 KiB" arrays are 1024 separate allocations):
+ *   a  `update to`,   64 constructs x 16 items x 4 KiB
+ *   b  `update from`, 64 constructs x 16 items x 4 KiB
+ *   c  `update to`,   1024 constructs x 1 item x 4 KiB
+ *   d  `update from`, 1024 constructs x 1 item x 4 KiB
+ *   e  `enter data map(to:)` + `exit data map(from:)`, 64 + 64 constructs x 16 items x 4 KiB
+ *   f  `update to`,   1 item x 64 MiB
+ *   g  `update from`, 1 item x 64 MiB
+ *   h  `update to` / `update from`, 16 constructs x 16 items of 8 B .. 256 KiB (h-to, h-from)
+ *   i  `update to` / `update from`, 1 item x 8 B, 1000 constructs (i-to, i-from)
+ *
+ * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
+ * map(release:)`, in the hook mode it times), moves new data and is checked byte for byte:
+ *   - `to`: the device copy is first poisoned by a kernel, the host arrays get a fresh pattern,
+ *     the constructs are timed, then kernels count device bytes that differ from the pattern;
+ *   - `from`: kernels write a fresh pattern on the device, the host arrays are poisoned, the
+ *     constructs are timed, then the host arrays are compared with the pattern;
+ *   - enter/exit: the host pattern goes in with the timed `enter data`; kernels (untimed) check
+ *     it and write a second pattern, which the timed `exit data` must bring back.
+ * The pattern of repetition s is base(array, byte) + s (mod 256), and the poison is its
+ * complement, so consecutive repetitions differ in every byte and a skipped copy always shows.
+ * For the 1000-construct shape (i) the host also changes (to) or checks (from) the 8 bytes around
+ * every construct, inside the timing: a few nanoseconds against microseconds per construct. For
+ * i-to only the last construct's bytes can be checked on the device without a kernel per
+ * construct; every construct sends different bytes, so at least a stale last copy shows.
+ *
+ * The hook's functions are looked up at run time (hook_api.h): without the hook the program
+ * times the runtime alone. Hook off and on alternate within each repetition (the order flips
+ * every repetition), after one untimed warm-up repetition of each.
+ *
+ * Usage: hook_bench [--reps N] [--quick] [--only KEYS] [--json FILE]
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook_api.h"
+
+#define GROUP 16 /* items per construct in the grouped shapes */
+
+/* ---- the pattern, computed identically on host and device ----------------------------------- */
+
+#pragma omp declare target
+static inline unsigned char pattern(unsigned seed, size_t j, size_t i)
+{
+    uint32_t h = (uint32_t)j * 2654435761u + (uint32_t)i * 40503u + (uint32_t)(i >> 12) * 97u;
+    return (unsigned char)((h >> 13) + seed);
+}
+#pragma omp end declare target
+
+/* ---- constructs over groups of 16 and of 1 array -------------------------------------------- */
+
+/* Each construct names its arrays through local pointers: clang 16 refuses two sections of
+ * elements of one array (`p[0][0:n], p[1][0:n]`) in one clause, and `p[i][0:n]` would also map
+ * the pointer p[i] itself and attach it (PTR_AND_OBJ), which is not the shape under test. */
+#define EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define EACH16(X) EACH8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define LOCAL(k) char *a##k = p[k]; size_t n##k = n[k];
+#define SECS16                                                                                  \
+    a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3], a4[0:n4], a5[0:n5], a6[0:n6], a7[0:n7], a8[0:n8],   \
+        a9[0:n9], a10[0:n10], a11[0:n11], a12[0:n12], a13[0:n13], a14[0:n14], a15[0:n15]
+#define SECS8 a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3], a4[0:n4], a5[0:n5], a6[0:n6], a7[0:n7]
+#define SECS1 a0[0:n0]
+/* Kernel bodies: one statement per array, guarded by that array's length. */
+#define FILL(k)                                                                                 \
+    if (i < n##k)                                                                               \
+        a##k[i] = (char)(pattern(seed, j0 + k, i) ^ mask);
+#define CHECK(k)                                                                                \
+    if (i < n##k && (unsigned char)a##k[i] != pattern(seed, j0 + k, i))                         \
+        bad++;
+
+typedef void (*construct_fn)(char *const *p, const size_t *n);
+typedef void (*fill_fn)(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                        unsigned char mask);
+typedef long (*check_fn)(char *const *p, const size_t *n, size_t j0, unsigned seed);
+
+typedef struct group_ops {
+    size_t size;
+    construct_fn enter_alloc, exit_release, update_to, update_from, enter_to, exit_from;
+    fill_fn dev_fill;   /* device bytes = pattern ^ mask */
+    check_fn dev_check; /* device bytes that differ from pattern */
+} group_ops;
+
+static size_t max_len(const size_t *n, size_t count)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < count; k++)
+        m = n[k] > m ? n[k] : m;
+    return m;
+}
+
+static void enter_alloc_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target enter data map(alloc: SECS16)
+}
+
+static void exit_release_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target exit data map(release: SECS16)
+}
+
+static void update_to_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target update to(SECS16)
+}
+
+static void update_from_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target update from(SECS16)
+}
+
+static void enter_to_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target enter data map(to: SECS16)
+}
+
+static void exit_from_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target exit data map(from: SECS16)
+}
+
+/* The arrays are mapped already: map(alloc:) only looks them up (clang 16 without
+ * -fopenmp-version=51 has no `present` modifier); were one missing, the check would see fresh
+ * memory and fail.
+ *
+ * The kernels take 8 arrays, not 16: LLVM 16's nvptx device runtime calls the outlined parallel
+ * region with at most 32 arguments (invokeMicrotask), and 16 pointers + 16 lengths + the rest
+ * are more; it traps at run time ("Too many arguments in kmp_invoke_microtask"). The host-offload
+ * target has no such limit, so only a GPU run shows it. */
+static void dev_fill_8(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                       unsigned char mask)
+{
+    EACH8(LOCAL)
+    size_t len = max_len(n, 8);
+#pragma omp target teams distribute parallel for map(alloc: SECS8)
+    for (size_t i = 0; i < len; i++) {
+        EACH8(FILL)
+    }
+}
+
+static long dev_check_8(char *const *p, const size_t *n, size_t j0, unsigned seed)
+{
+    EACH8(LOCAL)
+    size_t len = max_len(n, 8);
+    long bad = 0;
+#pragma omp target teams distribute parallel for reduction(+ : bad) map(alloc: SECS8)
+    for (size_t i = 0; i < len; i++) {
+        EACH8(CHECK)
+    }
+    return bad;
+}
+
+static void dev_fill_16(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                        unsigned char mask)
+{
+    dev_fill_8(p, n, j0, seed, mask);
+    dev_fill_8(p + 8, n + 8, j0 + 8, seed, mask);
+}
+
+static long dev_check_16(char *const *p, const size_t *n, size_t j0, unsigned seed)
+{
+    return dev_check_8(p, n, j0, seed) + dev_check_8(p + 8, n + 8, j0 + 8, seed);
+}
+
+static void enter_alloc_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target enter data map(alloc: SECS1)
+}
+
+static void exit_release_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target exit data map(release: SECS1)
+}
+
+static void update_to_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target update to(SECS1)
+}
+
+static void update_from_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target update from(SECS1)
+}
+
+static void enter_to_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target enter data map(to: SECS1)
+}
+
+static void exit_from_1(char *const *p, const size_t *n)
+{
+    LOCAL(0)
+#pragma omp target exit data map(from: SECS1)
+}
+
+static void dev_fill_1(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                       unsigned char mask)
+{
+    LOCAL(0)
+#pragma omp target teams distribute parallel for map(alloc: SECS1)
+    for (size_t i = 0; i < n0; i++) {
+        FILL(0)
+    }
+}
+
+static long dev_check_1(char *const *p, const size_t *n, size_t j0, unsigned seed)
+{
+    LOCAL(0)
+    long bad = 0;
+#pragma omp target teams distribute parallel for reduction(+ : bad) map(alloc: SECS1)
+    for (size_t i = 0; i < n0; i++) {
+        CHECK(0)
+    }
+    return bad;
+}
+
+static const group_ops OPS16 = {16,           enter_alloc_16, exit_release_16, update_to_16,
+                                update_from_16, enter_to_16,  exit_from_16,    dev_fill_16,
+                                dev_check_16};
+static const group_ops OPS1 = {1,           enter_alloc_1, exit_release_1, update_to_1,
+                               update_from_1, enter_to_1,  exit_from_1,    dev_fill_1,
+                               dev_check_1};
+
+/* ---- shapes ---------------------------------------------------------------------------------- */
+
+typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT } shape_kind;
+
+typedef struct config {
+    int reps;
+    int quick;
+    size_t big_bytes; /* shapes f and g */
+    const char *only; /* shape letters to run, NULL for all */
+    const char *json;
+} config;
+
+typedef struct shape {
+    const char *key;
+    const char *what;
+    shape_kind kind;
+    const group_ops *ops;
+    size_t arrays;
+    int repeat; /* times each construct is issued per repetition */
+    size_t (*size_of)(size_t j, const config *cfg);
+} shape;
+
+static size_t size_4k(size_t j, const config *cfg)
+{
+    (void)j, (void)cfg;
+    return 4096;
+}
+
+static size_t size_big(size_t j, const config *cfg)
+{
+    (void)j;
+    return cfg->big_bytes;
+}
+
+/* 8 B << 0..15, i.e. 8 B .. 256 KiB, every size once per construct, rotated so that each
+ * construct sees them in a different order. */
+static size_t size_mixed(size_t j, const config *cfg)
+{
+    (void)cfg;
+    return (size_t)8 << ((j + j / GROUP) % GROUP);
+}
+
+static size_t size_8(size_t j, const config *cfg)
+{
+    (void)j, (void)cfg;
+    return 8;
+}
+
+static const shape SHAPES[] = {
+    {"a", "update to, 64 x 16 x 4 KiB", KIND_TO, &OPS16, 1024, 1, size_4k},
+    {"b", "update from, 64 x 16 x 4 KiB", KIND_FROM, &OPS16, 1024, 1, size_4k},
+    {"c", "update to, 1024 x 1 x 4 KiB", KIND_TO, &OPS1, 1024, 1, size_4k},
+    {"d", "update from, 1024 x 1 x 4 KiB", KIND_FROM, &OPS1, 1024, 1, size_4k},
+    {"e", "enter to + exit from, 64+64 x 16 x 4 KiB", KIND_ENTER_EXIT, &OPS16, 1024, 1, size_4k},
+    {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big},
+    {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big},
+    {"h-to", "update to, 16 x 16 x 8 B..256 KiB", KIND_TO, &OPS16, 256, 1, size_mixed},
+    {"h-from", "update from, 16 x 16 x 8 B..256 KiB", KIND_FROM, &OPS16, 256, 1, size_mixed},
+    {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8},
+    {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8},
+};
+#define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+/* The host side of one shape: its arrays and their lengths. */
+typedef struct arrays {
+    size_t count;
+    char **p;
+    size_t *n;
+    size_t bytes;
+} arrays;
+
+typedef struct result {
+    const shape *sh;
+    size_t constructs, items, bytes; /* per repetition */
+    double off_min, off_med, on_min, on_med;
+    int have_on;
+    int failed; /* wrong data, or the hook batching while off */
+    ompbatch_hook_stats on_stats; /* summed over the timed hook-on repetitions */
+    ompbatch_hook_stats off_stats;
+} result;
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "hook_bench: out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v in place; returns the median (the mean of the middle two for even counts). */
+static double median(double *v, int count)
+{
+    qsort(v, (size_t)count, sizeof *v, cmp_double);
+    return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+}
+
+static arrays arrays_create(const shape *sh, const config *cfg)
+{
+    arrays a = {.count = sh->arrays, .bytes = 0};
+    a.p = xmalloc(a.count * sizeof *a.p);
+    a.n = xmalloc(a.count * sizeof *a.n);
+    for (size_t j = 0; j < a.count; j++) {
+        a.n[j] = sh->size_of(j, cfg);
+        a.p[j] = xmalloc(a.n[j]);
+        a.bytes += a.n[j];
+    }
+    return a;
+}
+
+static void arrays_destroy(arrays *a)
+{
+    for (size_t j = 0; j < a->count; j++)
+        free(a->p[j]);
+    free(a->p);
+    free(a->n);
+}
+
+static void host_fill(const arrays *a, unsigned seed, unsigned char mask)
+{
+    for (size_t j = 0; j < a->count; j++)
+        for (size_t i = 0; i < a->n[j]; i++)
+            a->p[j][i] = (char)(pattern(seed, j, i) ^ mask);
+}
+
+/* Host bytes that differ from the pattern; prints the first. */
+static long host_check(const arrays *a, unsigned seed, const char *where)
+{
+    long bad = 0;
+    for (size_t j = 0; j < a->count; j++) {
+        for (size_t i = 0; i < a->n[j]; i++) {
+            unsigned char want = pattern(seed, j, i);
+            if ((unsigned char)a->p[j][i] == want)
+                continue;
+            if (bad++ == 0)
+                fprintf(stderr,
+                        "hook_bench: %s: host array %zu byte %zu is 0x%02x, expected 0x%02x\n",
+                        where, j, i, (unsigned char)a->p[j][i], want);
+        }
+    }
+    return bad;
+}
+
+/* Calls one construct (or kernel) per group, over all arrays. */
+static void each_group(const arrays *a, const group_ops *ops, construct_fn fn)
+{
+    for (size_t j = 0; j < a->count; j += ops->size)
+        fn(&a->p[j], &a->n[j]);
+}
+
+static void dev_fill(const arrays *a, const group_ops *ops, unsigned seed, unsigned char mask)
+{
+    for (size_t j = 0; j < a->count; j += ops->size)
+        ops->dev_fill(&a->p[j], &a->n[j], j, seed, mask);
+}
+
+static long dev_check(const arrays *a, const group_ops *ops, unsigned seed)
+{
+    long bad = 0;
+    for (size_t j = 0; j < a->count; j += ops->size)
+        bad += ops->dev_check(&a->p[j], &a->n[j], j, seed);
+    return bad;
+}
+
+/* ---- one repetition -------------------------------------------------------------------------- */
+
+/* The clock and the hook's counters around one timed stretch. */
+typedef struct timer {
+    const hook_api *api;
+    ompbatch_hook_stats *acc;
+    ompbatch_hook_stats before;
+    double t0, us;
+} timer;
+
+static void timer_start(timer *t)
+{
+    t->before = hook_api_stats(t->api);
+    t->t0 = omp_get_wtime();
+}
+
+static void timer_stop(timer *t)
+{
+    double t1 = omp_get_wtime();
+    ompbatch_hook_stats after = hook_api_stats(t->api);
+    t->us += (t1 - t->t0) * 1e6;
+    hook_stats_accumulate(t->acc, &t->before, &after);
+}
+
+/* `update to`; returns the device bytes that did not arrive. */
+static long rep_to(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    const group_ops *ops = sh->ops;
+    dev_fill(a, ops, seed, 0xFF);
+    host_fill(a, seed, 0);
+    timer_start(t);
+    for (int r = 0; r < sh->repeat; r++) {
+        if (sh->repeat > 1)
+            host_fill(a, seed + (unsigned)r, 0);
+        each_group(a, ops, ops->update_to);
+    }
+    timer_stop(t);
+    return dev_check(a, ops, seed + (unsigned)sh->repeat - 1);
+}
+
+/* `update from`; returns the host bytes that did not arrive. */
+static long rep_from(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    const group_ops *ops = sh->ops;
+    long bad = 0;
+    dev_fill(a, ops, seed, 0);
+    host_fill(a, seed, 0xFF);
+    timer_start(t);
+    for (int r = 0; r < sh->repeat; r++) {
+        if (sh->repeat > 1)
+            host_fill(a, seed, 0xFF);
+        each_group(a, ops, ops->update_from);
+        if (sh->repeat > 1)
+            bad += host_check(a, seed, sh->key);
+    }
+    timer_stop(t);
+    return bad + host_check(a, seed, sh->key);
+}
+
+/* `enter data map(to:)` then `exit data map(from:)`, with the device checked and rewritten
+ * between them outside the timing. */
+static long rep_enter_exit(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    const group_ops *ops = sh->ops;
+    host_fill(a, seed, 0);
+    timer_start(t);
+    each_group(a, ops, ops->enter_to);
+    timer_stop(t);
+    long bad = dev_check(a, ops, seed);
+    dev_fill(a, ops, seed + 1, 0);
+    timer_start(t);
+    each_group(a, ops, ops->exit_from);
+    timer_stop(t);
+    return bad + host_check(a, seed + 1, sh->key);
+}
+
+/* One repetition in the current hook mode: its time in microseconds, or -1 on wrong data. */
+static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int on,
+                      ompbatch_hook_stats *acc)
+{
+    /* Seeds advance by more than any repetition uses, so no two repetitions share a pattern
+     * and the previous device or host contents never equal the new ones. */
+    static unsigned next_seed = 1;
+    unsigned seed = next_seed;
+    next_seed += (unsigned)sh->repeat + 2;
+    timer t = {.api = api, .acc = acc, .us = 0};
+    /* The update shapes map their arrays here, untimed, in the mode being timed: the hook
+     * forgets what it knew of the runtime's tables when it is switched on (it saw nothing while
+     * off), so it would forward updates of anything mapped before. */
+    if (sh->kind != KIND_ENTER_EXIT)
+        each_group(a, sh->ops, sh->ops->enter_alloc);
+    long bad = sh->kind == KIND_TO     ? rep_to(sh, a, seed, &t)
+               : sh->kind == KIND_FROM ? rep_from(sh, a, seed, &t)
+                                       : rep_enter_exit(sh, a, seed, &t);
+    if (sh->kind != KIND_ENTER_EXIT)
+        each_group(a, sh->ops, sh->ops->exit_release);
+    if (bad) {
+        fprintf(stderr, "hook_bench: shape %s, hook %s: %ld wrong bytes\n", sh->key,
+                on ? "on" : "off", bad);
+        return -1;
+    }
+    return t.us;
+}
+
+/* ---- one shape ------------------------------------------------------------------------------- */
+
+static void shape_counts(const shape *sh, const arrays *a, result *res)
+{
+    int passes = sh->kind == KIND_ENTER_EXIT ? 2 : 1;
+    res->sh = sh;
+    res->constructs = a->count / sh->ops->size * (size_t)sh->repeat * (size_t)passes;
+    res->items = a->count * (size_t)sh->repeat * (size_t)passes;
+    res->bytes = a->bytes * (size_t)sh->repeat * (size_t)passes;
+}
+
+/* Runs warm-up and timed repetitions, hook off and on alternating. Returns 0 or 1 (wrong data,
+ * or the hook batching while off). */
+static int run_shape(const shape *sh, const config *cfg, const hook_api *api, result *res)
+{
+    arrays a = arrays_create(sh, cfg);
+    memset(res, 0, sizeof *res);
+    shape_counts(sh, &a, res);
+    res->have_on = api->can_enable;
+    int modes = res->have_on ? 2 : 1, failed = 0;
+    double *us[2] = {xmalloc((size_t)cfg->reps * sizeof(double)),
+                     xmalloc((size_t)cfg->reps * sizeof(double))};
+    for (int rep = -1; rep < cfg->reps && !failed; rep++) {
+        for (int m = 0; m < modes && !failed; m++) {
+            int on = modes == 2 ? (m + rep + 1) % 2 : 0; /* off first, then flip each time */
+            ompbatch_hook_stats scratch, *acc = rep < 0 ? &scratch : on ? &res->on_stats
+                                                                        : &res->off_stats;
+            memset(&scratch, 0, sizeof scratch);
+            if (hook_api_set(api, on) != 0) {
+                fprintf(stderr, "hook_bench: could not turn the hook %s\n", on ? "on" : "off");
+                failed = 1;
+                break;
+            }
+            double t = run_rep(sh, &a, api, on, acc);
+            failed = t < 0;
+            if (rep >= 0 && !failed)
+                us[on][rep] = t;
+        }
+    }
+    hook_api_set(api, 0);
+    if (!failed) {
+        /* median() sorts, so element 0 is then the minimum. */
+        res->off_med = median(us[0], cfg->reps);
+        res->off_min = us[0][0];
+        if (res->have_on) {
+            res->on_med = median(us[1], cfg->reps);
+            res->on_min = us[1][0];
+        }
+    }
+    if (hook_stats_batched_items(&res->off_stats) || res->off_stats.batches) {
+        fprintf(stderr, "hook_bench: shape %s: the hook batched while turned off\n", sh->key);
+        failed = 1;
+    }
+    free(us[0]);
+    free(us[1]);
+    arrays_destroy(&a);
+    res->failed = failed;
+    return failed;
+}
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+static void print_header(void)
+{
+    printf("%-7s %-40s %6s %6s %10s | %10s %10s | %10s %10s | %7s | %9s %8s %8s\n", "shape",
+           "what", "constr", "items", "bytes", "off min", "off med", "on min", "on med",
+           "speedup", "batched", "batches", "drvcalls");
+    printf("%-7s %-40s %6s %6s %10s | %10s %10s | %10s %10s | %7s | %9s %8s %8s\n", "", "",
+           "/rep", "/rep", "/rep", "us", "us", "us", "us", "off/on", "items/rep", "/rep",
+           "/rep");
+}
+
+static void print_row(const result *r, int reps)
+{
+    const ompbatch_hook_stats *s = &r->on_stats;
+    printf("%-7s %-40s %6zu %6zu %10zu | ", r->sh->key, r->sh->what, r->constructs, r->items,
+           r->bytes);
+    if (r->failed) {
+        printf("FAILED (see above)\n");
+        return;
+    }
+    printf("%10.1f %10.1f | ", r->off_min, r->off_med);
+    if (!r->have_on) {
+        printf("%10s %10s | %7s |\n", "-", "-", "-");
+        return;
+    }
+    printf("%10.1f %10.1f | %6.2fx | %9.1f %8.1f %8.1f\n", r->on_min, r->on_med,
+           r->off_med / r->on_med, (double)hook_stats_batched_items(s) / reps,
+           (double)s->batches / reps, (double)s->driver_batch_calls / reps);
+}
+
+static void json_stats(FILE *f, const ompbatch_hook_stats *s)
+{
+    char paths[64];
+    fprintf(f,
+            "{\"constructs\": %" PRIu64 ", \"kernels\": %" PRIu64 ", \"items\": %" PRIu64
+            ", \"update_batched\": %" PRIu64 ", \"enter_batched\": %" PRIu64
+            ", \"exit_batched\": %" PRIu64 ", \"items_forwarded\": %" PRIu64
+            ", \"batches\": %" PRIu64 ", \"bytes_batched\": %" PRIu64
+            ", \"driver_batch_calls\": %" PRIu64 ", \"paths\": \"%s\"}",
+            s->constructs, s->kernels, s->items, s->update_batched, s->enter_batched,
+            s->exit_batched, s->items_forwarded, s->batches, s->bytes_batched,
+            s->driver_batch_calls, hook_paths_text(s->paths, paths, sizeof paths));
+}
+
+static void json_result(FILE *f, const result *r)
+{
+    fprintf(f,
+            "    {\"shape\": \"%s\", \"what\": \"%s\", \"constructs\": %zu, \"items\": %zu, "
+            "\"bytes\": %zu, \"ok\": %s,\n     \"off_us\": {\"min\": %.2f, \"median\": %.2f}, ",
+            r->sh->key, r->sh->what, r->constructs, r->items, r->bytes,
+            r->failed ? "false" : "true", r->off_min, r->off_med);
+    if (!r->have_on) {
+        fprintf(f, "\"on_us\": null, \"speedup\": null, \"hook_stats_on\": null}");
+        return;
+    }
+    fprintf(f, "\"on_us\": {\"min\": %.2f, \"median\": %.2f}, \"speedup\": %.3f,\n",
+            r->on_min, r->on_med, r->off_med / r->on_med);
+    fprintf(f, "     \"hook_stats_on\": ");
+    json_stats(f, &r->on_stats);
+    fprintf(f, "}");
+}
+
+/* Writes the results; returns 0 or 1 if the file cannot be written. */
+static int write_json(const char *path, const config *cfg, const hook_api *api,
+                      const result *res, int nres, int failed)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    fprintf(f, "{\n  \"program\": \"hook_bench\",\n  \"hook_linked\": %s,\n"
+               "  \"hook_compared\": %s,\n  \"reps\": %d,\n  \"warmup\": 1,\n"
+               "  \"quick\": %s,\n  \"big_bytes\": %zu,\n  \"num_devices\": %d,\n"
+               "  \"default_device\": %d,\n  \"hook_stats\": \"summed over the timed hook-on "
+               "repetitions\",\n  \"ok\": %s,\n  \"results\": [\n",
+            api->linked ? "true" : "false", api->can_enable ? "true" : "false", cfg->reps,
+            cfg->quick ? "true" : "false", cfg->big_bytes, omp_get_num_devices(),
+            omp_get_default_device(), failed ? "false" : "true");
+    for (int k = 0; k < nres; k++) {
+        json_result(f, &res[k]);
+        fprintf(f, "%s\n", k + 1 < nres ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    return fclose(f) == 0 ? 0 : 1;
+}
+
+/* ---- driver ---------------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: hook_bench [--reps N] [--quick] [--only KEYS] [--json FILE]\n"
+            "  --reps N     timed repetitions per shape and hook mode (default 10; --quick: 2),\n"
+            "               after one warm-up of each\n"
+            "  --quick      CI smoke: 2 repetitions, 4 MiB instead of 64 MiB for shapes f and g\n"
+            "  --only KEYS  run only the shapes whose key starts with one of the comma-separated\n"
+            "               KEYS (e.g. a,b,h)\n"
+            "  --json FILE  also write the results as JSON\n");
+}
+
+/* Returns 0, 1 for a bad option, or -1 for --help. */
+static int parse_options(int argc, char **argv, config *cfg)
+{
+    *cfg = (config){.reps = 10, .big_bytes = (size_t)64 << 20};
+    int reps_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0) {
+            cfg->quick = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            return -1;
+        } else if (v && strcmp(a, "--reps") == 0) {
+            cfg->reps = atoi(v), reps_given = 1, i++;
+        } else if (v && strcmp(a, "--only") == 0) {
+            cfg->only = v, i++;
+        } else if (v && strcmp(a, "--json") == 0) {
+            cfg->json = v, i++;
+        } else {
+            fprintf(stderr, "hook_bench: unknown or incomplete option '%s'\n", a);
+            return 1;
+        }
+    }
+    if (cfg->quick) {
+        cfg->big_bytes = (size_t)4 << 20;
+        if (!reps_given)
+            cfg->reps = 2;
+    }
+    if (cfg->reps < 1) {
+        fprintf(stderr, "hook_bench: need --reps >= 1\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether shape key is selected by --only (a comma-separated list of key prefixes). */
+static int selected(const char *key, const char *only)
+{
+    if (!only)
+        return 1;
+    for (const char *s = only; *s;) {
+        size_t len = strcspn(s, ",");
+        if (len && strncmp(key, s, len) == 0)
+            return 1;
+        s += len + (s[len] == ',');
+    }
+    return 0;
+}
+
+/* Fails when target regions do not run on a device: the transfers would then be no-ops and the
+ * `from` checks would fail for a reason that has nothing to do with the hook. */
+static int check_device(void)
+{
+    int on_host = 1;
+#pragma omp target map(from: on_host)
+    on_host = omp_is_initial_device();
+    printf("offload: %d device(s), default %d; target regions run %s\n", omp_get_num_devices(),
+           omp_get_default_device(), on_host ? "on the host" : "on the device");
+    if (on_host)
+        fprintf(stderr, "hook_bench: no offload device (target regions run on the host); "
+                        "nothing to measure\n");
+    return on_host;
+}
+
+int main(int argc, char **argv)
+{
+    config cfg;
+    int rc = parse_options(argc, argv, &cfg);
+    if (rc != 0) {
+        usage(rc < 0 ? stdout : stderr);
+        return rc < 0 ? 0 : 2;
+    }
+    hook_api api = hook_api_lookup();
+    hook_api_probe(&api, stdout);
+    if (check_device())
+        return 1;
+    printf("%d timed repetitions per shape and mode after 1 warm-up; times in microseconds "
+           "(omp_get_wtime); hook columns per repetition%s\n\n",
+           cfg.reps, cfg.quick ? "; --quick: big item 4 MiB" : "");
+    print_header();
+
+    result res[NSHAPES];
+    int nres = 0, failed = 0;
+    for (size_t k = 0; k < NSHAPES; k++) {
+        if (!selected(SHAPES[k].key, cfg.only))
+            continue;
+        failed |= run_shape(&SHAPES[k], &cfg, &api, &res[nres]);
+        print_row(&res[nres], cfg.reps);
+        fflush(stdout);
+        nres++;
+    }
+    if (api.linked) {
+        ompbatch_hook_stats total = hook_api_stats(&api);
+        printf("\nhook statistics for the whole process:\n");
+        hook_stats_print(stdout, "  ", &total);
+    }
+    if (cfg.json && write_json(cfg.json, &cfg, &api, res, nres, failed))
+        failed = 1;
+    printf("\nhook_bench: %s\n", failed ? "FAILED" : "all data checked byte for byte");
+    return failed ? 1 : 0;
+}
