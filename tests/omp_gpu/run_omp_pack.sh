@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs the OpenMP part of the GPU pack on a GPU machine (see make_omp_pack.sh): from a
+# directory holding this script, bin/, args/, tests.txt, compare.sh and lib/ (the unpacked
+# LLVM 16 runtime bundle).
+#   1. every hook test: compare.sh on the nvptx builds, with the CPU test's options plus
+#      driver_batch_calls>=1 where the hook is meant to batch (its copies must reach
+#      cuMemcpyBatchAsync);
+#   2. the stencil example (hook off and on, checked against a host reference);
+#   3. the hook benchmark, --json into $OUT (when set) or the current directory.
+# Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
+# usage: run_omp_pack.sh [--bench-args "ARGS"]   (default "--reps 10")
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench_args="--reps 10"
+[ "${1:-}" = --bench-args ] && bench_args=$2
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_TARGET_OFFLOAD=${OMP_TARGET_OFFLOAD:-MANDATORY}
+out=${OUT:-$PWD}
+passed=0
+failed=0
+record() {
+    if [ "$1" = 0 ]; then passed=$((passed + 1)); echo "PASS $2"; else failed=$((failed + 1)); echo "FAIL $2 (exit $1)"; fi
+}
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+while read -r name program; do
+    [ -n "$name" ] || continue
+    extra="driver_batch_calls>=1"
+    if grep -qx -- --no-stats "$here/args/$name.args" || grep -qx -- --state "$here/args/$name.args"; then
+        extra=""
+    fi
+    OMPBATCH_COMPARE_GPU=1 OMPBATCH_COMPARE_EXPECT="$extra" \
+        bash "$here/compare.sh" "$here/bin/${program}_nvptx_plain" "$here/bin/${program}_nvptx_hooked" \
+        "$here/bin/libompbatch.so" --args-file "$here/args/$name.args" >"$out/$name.log" 2>&1
+    rc=$?
+    tail -n 1 "$out/$name.log"
+    [ $rc = 0 ] || grep -E "^FAIL|^ +FAIL" "$out/$name.log" | head -n 20
+    record $rc "$name"
+done <"$here/tests.txt"
+if [ -x "$here/bin/stencil_nvptx" ]; then
+    OMPBATCH_STATS=1 "$here/bin/stencil_nvptx" >"$out/stencil.log" 2>&1
+    rc=$?
+    cat "$out/stencil.log"
+    record $rc stencil
+fi
+if [ -x "$here/bin/hook_bench_nvptx" ]; then
+    # shellcheck disable=SC2086
+    "$here/bin/hook_bench_nvptx" $bench_args --json "$out/hook_bench.json" >"$out/hook_bench.log" 2>&1
+    rc=$?
+    cat "$out/hook_bench.log"
+    record $rc hook_bench
+fi
+echo "omp pack: $passed passed, $failed failed"
+[ "$failed" = 0 ]
