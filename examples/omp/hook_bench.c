@@ -556,7 +556,8 @@ static int run_shape(const shape *sh, const config *cfg, const hook_api *api, re
                 us[on][rep] = t;
         }
     }
-    hook_api_set(api, 0);
+    if (api->can_enable)
+        hook_api_set(api, 1); /* as the program found it */
     if (!failed) {
         /* median() sorts, so element 0 is then the minimum. */
         res->off_med = median(us[0], cfg->reps);

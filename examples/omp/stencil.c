@@ -457,7 +457,9 @@ int main(int argc, char **argv)
         printf("  hook %-3s %10.1f us total, %8.2f us/step%s\n", on ? "on" : "off", secs[on] * 1e6,
                secs[on] * 1e6 / o.steps, api.linked ? "" : " (runtime only)");
     }
-    hook_api_set(&api, 0);
+    /* Leave the hook as the program found it (on), so that OMPBATCH_STATS=1 reports it so. */
+    if (api.can_enable)
+        hook_api_set(&api, 1);
     if (modes == 2) {
         printf("  speed-up (off / on): %.2fx\n", secs[0] / secs[1]);
         printf("  hook statistics over the hook-on step loop:\n");
