@@ -295,22 +295,35 @@ static void give_back_to_copies(const ob_construct *c, scratch *s, const item *i
     ob_hook_forward_update(c, &s->fwd);
 }
 
+/* Allocates the scratch and describes the items. When that fails, or when `mappers_whole` and
+ * the construct has a mapper, forwards the construct whole and returns -1. */
+static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
+{
+    const ob_map_args *a = &c->args;
+    int mapper = mappers_whole && a->count > 0 && any_mapper(a);
+    if (a->count <= 0 || mapper || scratch_alloc(s, a->count) != 0) {
+        forward_whole(c);
+        if (mapper)
+            ob_mirror_drop_device(c->device); /* mappers map what the hook cannot see */
+        return -1;
+    }
+    if (describe_items(a, s->items) != 0) {
+        scratch_free(s);
+        forward_whole(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- target update --------------------------------------------------------------------- */
 
 void ob_hook_update(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
     scratch s;
-    if (a->count <= 0 || scratch_alloc(&s, a->count) != 0) {
-        forward_whole(c);
+    if (prepare(c, &s, 0) != 0)
         return;
-    }
     item *items = s.items;
-    if (describe_items(a, items) != 0) {
-        scratch_free(&s);
-        forward_whole(c);
-        return;
-    }
     /* A present miss aborts the program in the runtime's item order; copies the hook made
      * early would be visible to nothing else, but keep the construct whole so the runtime's
      * behaviour, abort included, is exactly its own. Items whose ranges are unknown
@@ -460,18 +473,9 @@ void ob_hook_begin(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
     scratch s;
-    if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
-        forward_whole(c);
-        if (a->count > 0 && any_mapper(a))
-            ob_mirror_drop_device(c->device); /* mappers map what the hook cannot see */
+    if (prepare(c, &s, 1) != 0)
         return;
-    }
     item *items = s.items;
-    if (describe_items(a, items) != 0) {
-        scratch_free(&s);
-        forward_whole(c);
-        return;
-    }
     size_t candidates = plan_begin(c, items, s.types);
     ob_map_args changed = *a;
     changed.types = s.types;
@@ -627,20 +631,11 @@ void ob_hook_end(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
     scratch s;
-    if (a->count <= 0 || any_mapper(a) || scratch_alloc(&s, a->count) != 0) {
-        forward_whole(c);
-        if (a->count > 0 && any_mapper(a))
-            ob_mirror_drop_device(c->device);
-        ob_hook_copy_forget_memory();
+    if (prepare(c, &s, 1) != 0) {
+        ob_hook_copy_forget_memory(); /* the runtime may have freed device memory */
         return;
     }
     item *items = s.items;
-    if (describe_items(a, items) != 0) {
-        scratch_free(&s);
-        forward_whole(c);
-        ob_hook_copy_forget_memory();
-        return;
-    }
     size_t staging_bytes = 0;
     size_t candidates = plan_end(c, items, s.types, &staging_bytes);
     /* The device copies go to staging before the runtime frees the device memory; host
