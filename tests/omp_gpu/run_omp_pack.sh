@@ -5,8 +5,9 @@
 #   1. every hook test: compare.sh on the nvptx builds, with the CPU test's options plus
 #      driver_batch_calls>=1 where the hook is meant to batch (its copies must reach
 #      cuMemcpyBatchAsync);
-#   2. the stencil example (hook off and on, checked against a host reference);
-#   3. the hook benchmark, --json into $OUT (when set) or the current directory.
+#   2. the hook's allocation-failure test (CUDA paths: staging, batches handed back);
+#   3. the stencil example (hook off and on, checked against a host reference);
+#   4. the hook benchmark, --json into $OUT (when set) or the current directory.
 # Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
 # usage: run_omp_pack.sh [--bench-args "ARGS"]   (default "--reps 10")
 set -u
@@ -36,6 +37,13 @@ while read -r name program; do
     [ $rc = 0 ] || grep -E "^FAIL|^ +FAIL" "$out/$name.log" | head -n 20
     record $rc "$name"
 done <"$here/tests.txt"
+if [ -x "$here/bin/alloc_failures_nvptx_hooked" ]; then
+    "$here/bin/alloc_failures_nvptx_hooked" "$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')" \
+        >"$out/alloc_failures.log" 2>&1
+    rc=$?
+    tail -n 2 "$out/alloc_failures.log"
+    record $rc alloc_failures
+fi
 if [ -x "$here/bin/stencil_nvptx" ]; then
     OMPBATCH_STATS=1 "$here/bin/stencil_nvptx" >"$out/stencil.log" 2>&1
     rc=$?
