@@ -1,6 +1,7 @@
 #include "hook_copy.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,13 +69,45 @@ static void create_key(void)
     pthread_key_create(&batches_key, destroy_thread_batches);
 }
 
+/* Whether addr lies in ordinary read-write memory of this process, from /proc/self/maps:
+ * what LLVM's host-offload plugin hands out (malloc). Device memory is not that: the CUDA
+ * driver reserves its address ranges without access, or maps them from /dev/nvidia*. */
+static int is_host_memory(uintptr_t addr)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == NULL)
+        return 0;
+    char line[512];
+    int host = 0;
+    while (fgets(line, sizeof(line), maps) != NULL) {
+        unsigned long begin, end;
+        char perms[8] = "", path[256] = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &begin, &end, perms, path) < 3)
+            continue;
+        if (addr >= begin && addr < end) {
+            host = perms[0] == 'r' && perms[1] == 'w' && strncmp(path, "/dev/", 5) != 0;
+            break;
+        }
+    }
+    fclose(maps);
+    return host;
+}
+
 static int classify(int device, uintptr_t device_address, ob_device *out)
 {
     out->number = device;
     out->ordinal = -1;
     const ob_driver *driver = ob_driver_get();
     if (!driver->loaded) {
-        out->kind = OB_DEVICE_HOST_OFFLOAD; /* no CUDA: every offload device is the host's */
+        /* Without the driver the hook can only copy with memcpy, which is right for LLVM's
+         * host-offload devices and fatal for a CUDA device the library could not open. */
+        if (!is_host_memory(device_address)) {
+            ob_log(1, "hook: OpenMP device %d maps memory that is not host memory and the CUDA "
+                      "driver is not usable (%s); forwarding its transfers",
+                   device, driver->reason);
+            return 0;
+        }
+        out->kind = OB_DEVICE_HOST_OFFLOAD;
         return 1;
     }
     ob_mem_cache cache = {0};

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,29 @@ TEST_F(HookCopy, DeviceVerdictFollowsTheMemoryLibomptargetHandsOut)
     EXPECT_EQ(queries, fake().call_count("cuPointerGetAttributes"));
     EXPECT_EQ(0, ob_hook_device_usable(-1, 0));
     EXPECT_EQ(0, ob_hook_device_usable(OB_MIRROR_MAX_DEVICES, 0));
+}
+
+// Without a usable driver the hook can only memcpy: right for host-offload devices, fatal for
+// a CUDA device whose memory the library cannot reach. Reserved address space without access,
+// as the driver makes for device memory, must therefore make the hook forward.
+TEST_F(HookCopy, WithoutTheDriverOnlyHostMemoryIsCopied)
+{
+    setenv("OMPBATCH_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+    ob_driver_reload_for_testing();
+    ob_hook_copy_reset_for_testing();
+    ASSERT_FALSE(ob_driver_get()->loaded);
+    void *reserved = mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, reserved);
+    std::vector<unsigned char> host(4096, 0x3C), back(4096, 0);
+    EXPECT_EQ(0, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(reserved) + 4096));
+    EXPECT_EQ(1, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(host.data())));
+    ob_hook_copy copy{back.data(), host.data(), host.size(), 0};
+    EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, &copy, 1)) << ompbatch_last_error();
+    EXPECT_EQ(host, back);
+    munmap(reserved, 1 << 16);
+    setenv("OMPBATCH_CUDA_LIBRARY", fake_library_path().c_str(), 1);
+    ob_hook_copy_reset_for_testing();
+    ob_driver_reload_for_testing();
 }
 
 TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
