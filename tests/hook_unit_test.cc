@@ -302,6 +302,17 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
     }
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, copies.data(), copies.size()))
         << ompbatch_last_error();
+    // Both directions went through pinned staging: the driver saw none of the host buffers.
+    fake_cuda_batch_record r;
+    ASSERT_EQ(0, fake().get_batch_record(0, &r));
+    for (size_t k = 0; k < r.count && k < FAKE_CUDA_RECORD_MAX_COPIES; k++) {
+        for (size_t i = 0; i < p.sizes.size(); i++) {
+            const auto *h = i % 2 == 0 ? p.host[i].data() : back[i].data();
+            auto lo = reinterpret_cast<CUdeviceptr>(h), hi = lo + p.sizes[i];
+            EXPECT_FALSE(r.srcs[k] >= lo && r.srcs[k] < hi) << "copy " << k << " reads piece " << i;
+            EXPECT_FALSE(r.dsts[k] >= lo && r.dsts[k] < hi) << "copy " << k << " writes piece " << i;
+        }
+    }
     for (size_t i = 0; i < p.sizes.size(); i++) {
         if (i % 2 == 0) {
             EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
