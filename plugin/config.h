@@ -18,6 +18,7 @@ typedef struct ob_config {
     int stats;               /* OMPBATCH_STATS: print the hook's statistics at exit */
     size_t max_copies;       /* OMPBATCH_MAX_COPIES: copies per driver batch call */
     long wait_poll_us;       /* OMPBATCH_WAIT_POLL_US: how long a wait polls before blocking */
+    size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging of all threads together */
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */
 } ob_config;

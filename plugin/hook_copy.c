@@ -1,11 +1,13 @@
 #include "hook_copy.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
+#include "config.h"
 #include "device.h"
 #include "driver.h"
 #include "hook_mirror.h"
@@ -39,10 +41,15 @@ typedef struct thread_batches {
     pinned_area staging[OB_MIRROR_MAX_DEVICES];
 } thread_batches;
 
+/* Pinned staging of every thread together, against OMPBATCH_STAGING_MB: pinned memory is
+ * taken from the whole system, and a program with many threads must not pin gigabytes. */
+static atomic_size_t pinned_total;
+
 static void free_area(int device, pinned_area *area)
 {
     if (area->ptr == NULL)
         return;
+    atomic_fetch_sub(&pinned_total, area->size);
     const ob_driver *driver = ob_driver_get();
     int pushed = 0;
     if (ob_driver_enter_context(executors[device].ordinal, &pushed) == OMPBATCH_OK) {
@@ -229,16 +236,27 @@ static unsigned char *staging_area(thread_batches *mine, int device, size_t byte
     const ob_driver *driver = ob_driver_get();
     if (driver->fn.cuMemAllocHost == NULL || driver->fn.cuMemFreeHost == NULL)
         return NULL;
-    free_area(device, area);
     size_t size = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
-    int pushed = 0;
-    if (ob_driver_enter_context(executors[device].ordinal, &pushed) != OMPBATCH_OK)
+    size_t cap = ob_config_get()->staging_bytes;
+    /* Reserve before freeing the old area: a refusal keeps it for smaller batches. */
+    size_t before = atomic_fetch_add(&pinned_total, size);
+    if (before - area->size + size > cap) {
+        atomic_fetch_sub(&pinned_total, size);
+        ob_log(2, "hook: %zu bytes of pinned staging would pass OMPBATCH_STAGING_MB; this "
+                  "batch copies directly", size);
         return NULL;
+    }
+    free_area(device, area);
+    int pushed = 0;
     void *ptr = NULL;
-    int status = OB_CU(driver, cuMemAllocHost, &ptr, size);
-    ob_driver_leave_context(pushed);
+    int status = ob_driver_enter_context(executors[device].ordinal, &pushed);
+    if (status == OMPBATCH_OK) {
+        status = OB_CU(driver, cuMemAllocHost, &ptr, size);
+        ob_driver_leave_context(pushed);
+    }
     if (status != OMPBATCH_OK) {
-        ob_log(1, "hook: no pinned staging (%s); device-to-host copies go direct",
+        atomic_fetch_sub(&pinned_total, size);
+        ob_log(1, "hook: no pinned staging (%s); this batch copies directly",
                ompbatch_last_error());
         return NULL;
     }

@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "plugin/alloc.h"
+#include "plugin/config.h"
 #include "plugin/driver.h"
 #include "plugin/hook_copy.h"
 #include "plugin/hook_mirror.h"
@@ -341,6 +342,30 @@ TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
     EXPECT_EQ(1, fake().call_count("cuMemAllocHost"));
     for (size_t i = 0; i < p.sizes.size(); i++)
         EXPECT_EQ(0, std::memcmp(dst[i].data(), p.host[i].data(), p.sizes[i])) << i;
+}
+
+TEST_F(HookCopy, PinnedStagingStaysWithinItsProcessWideCap)
+{
+    setenv("OMPBATCH_STAGING_MB", "1", 1);
+    ob_config_reload();
+    const size_t piece = 700 << 10; // two need more than 1 MiB of staging
+    DeviceBuffer dev(2 * piece, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    auto bytes = random_bytes(2 * piece, 61);
+    std::memcpy(dev.ptr, bytes.data(), bytes.size());
+    std::vector<unsigned char> dst(2 * piece, 0x42);
+    ob_hook_copy two[2] = {{dst.data(), dev.ptr, piece, 0},
+                           {dst.data() + piece, dev.ptr + piece, piece, 0}};
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, two, 2)) << ompbatch_last_error();
+    EXPECT_EQ(bytes, dst);
+    EXPECT_EQ(0, fake().call_count("cuMemAllocHost")) << "1.4 MiB of staging passes the cap";
+    // One piece fits: staged through one area of 1 MiB, the cap.
+    std::fill(dst.begin(), dst.end(), 0x42);
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, two, 1)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data(), piece));
+    EXPECT_EQ(1, fake().call_count("cuMemAllocHost"));
+    unsetenv("OMPBATCH_STAGING_MB");
+    ob_config_reload();
 }
 
 TEST_F(HookCopy, ADriverFailureIsReportedAndTheNextBatchWorks)
