@@ -211,7 +211,8 @@ typedef enum ompbatch_path {
     OMPBATCH_PATH_NONE = 0,      /* nothing submitted */
     OMPBATCH_PATH_BATCH = 1,     /* cuMemcpyBatchAsync */
     OMPBATCH_PATH_PER_COPY = 2,  /* one cuMemcpyAsync per copy */
-    OMPBATCH_PATH_HOST = 4       /* memcpy on the host backend */
+    OMPBATCH_PATH_HOST = 4,      /* memcpy on the host backend */
+    OMPBATCH_PATH_KERNEL = 8     /* the hook's device scatter kernel (hook statistics only) */
 } ompbatch_path;
 
 typedef struct ompbatch_stats {

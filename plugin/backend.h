@@ -39,6 +39,9 @@ int ob_exec_run(ob_exec *exec, const ob_plan *plan);
 /* Waits for the device work of the batch (no-op when none is outstanding). */
 int ob_exec_wait(ob_exec *exec);
 
+/* Waits for everything enqueued on stream: polls for OMPBATCH_WAIT_POLL_US, then blocks. */
+int ob_stream_wait(const ob_driver *driver, CUstream stream);
+
 void ob_exec_free(ob_exec *exec);
 
 #endif

@@ -19,6 +19,7 @@ typedef struct ob_config {
     size_t max_copies;       /* OMPBATCH_MAX_COPIES: copies per driver batch call */
     long wait_poll_us;       /* OMPBATCH_WAIT_POLL_US: how long a wait polls before blocking */
     size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging of all threads together */
+    int scatter;             /* OMPBATCH_SCATTER: the hook's device scatter kernel */
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */
 } ob_config;

@@ -38,6 +38,10 @@
     X(cuMemcpyAsync, cuMemcpyAsync, 4000, REQUIRED)                                            \
     X(cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, 12080, OPTIONAL)                          \
     X(cuMemcpyBatchAsync_v13000, cuMemcpyBatchAsync, 13000, OPTIONAL)                          \
+    /* The hook's device scatter kernel (plugin/kernels/scatter.cu). */                        \
+    X(cuModuleLoadData, cuModuleLoadData, 2000, OPTIONAL)                                      \
+    X(cuModuleGetFunction, cuModuleGetFunction, 2000, OPTIONAL)                                \
+    X(cuLaunchKernel, cuLaunchKernel, 4000, OPTIONAL)                                          \
     /* Not used by the library's copy paths; tests, examples and the benchmark allocate with  \
      * them through the same table. */                                                        \
     X(cuMemAlloc, cuMemAlloc, 3020, OPTIONAL)                                                  \

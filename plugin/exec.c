@@ -43,15 +43,14 @@ static uint64_t now_ns(void)
 /* Polls the stream for OMPBATCH_WAIT_POLL_US (config.c says why). Returns 1 when it
  * finished, 0 when it is still busy (or the driver has no cuStreamQuery), and a negative
  * status on an error. */
-static int poll_stream(ob_exec *exec)
+static int poll_stream(const ob_driver *driver, CUstream stream)
 {
-    const ob_driver *driver = exec->driver;
     uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
     if (driver->fn.cuStreamQuery == NULL || budget == 0)
         return 0;
     uint64_t start = now_ns();
     do {
-        CUresult r = driver->fn.cuStreamQuery(exec->stream);
+        CUresult r = driver->fn.cuStreamQuery(stream);
         if (r == CUDA_SUCCESS)
             return 1;
         if (r != CUDA_ERROR_NOT_READY)
@@ -60,14 +59,18 @@ static int poll_stream(ob_exec *exec)
     return 0;
 }
 
+int ob_stream_wait(const ob_driver *driver, CUstream stream)
+{
+    int polled = poll_stream(driver, stream);
+    return polled < 0 ? polled : polled == 1 ? OMPBATCH_OK
+                                              : OB_CU(driver, cuStreamSynchronize, stream);
+}
+
 int ob_exec_wait(ob_exec *exec)
 {
     if (!exec->stream_busy)
         return OMPBATCH_OK;
-    int polled = poll_stream(exec);
-    int status = polled < 0    ? polled
-                 : polled == 1 ? OMPBATCH_OK
-                               : OB_CU(exec->driver, cuStreamSynchronize, exec->stream);
+    int status = ob_stream_wait(exec->driver, exec->stream);
     /* A failed synchronisation leaves the stream in an unknown state; asking again would
      * report the same error, so the batch stops treating it as busy either way. */
     exec->stream_busy = 0;

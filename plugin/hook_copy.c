@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "batch.h"
 #include "config.h"
 #include "device.h"
 #include "driver.h"
 #include "hook_mirror.h"
+#include "kernels.h"
 #include "hook_stats.h"
 #include "log.h"
 #include "memkind.h"
@@ -36,14 +38,42 @@ typedef struct pinned_area {
     size_t size;
 } pinned_area;
 
+typedef struct device_area {
+    CUdeviceptr ptr;
+    size_t size;
+} device_area;
+
 typedef struct thread_batches {
     ompbatch_batch *batches[OB_MIRROR_MAX_DEVICES];
     pinned_area staging[OB_MIRROR_MAX_DEVICES];
+    device_area scatter_area[OB_MIRROR_MAX_DEVICES]; /* where packed pieces land */
 } thread_batches;
 
+/* The scatter kernel per device, loaded on first use (under the construct lock). */
+typedef enum scatter_state { SCATTER_UNKNOWN = 0, SCATTER_READY, SCATTER_UNAVAILABLE } scatter_state;
+static scatter_state scatter_states[OB_MIRROR_MAX_DEVICES];
+static CUfunction scatter_functions[OB_MIRROR_MAX_DEVICES];
+
 /* Pinned staging of every thread together, against OMPBATCH_STAGING_MB: pinned memory is
- * taken from the whole system, and a program with many threads must not pin gigabytes. */
+ * taken from the whole system, and a program with many threads must not pin gigabytes. The
+ * device areas of the scatter kernel count against the same cap, separately. */
 static atomic_size_t pinned_total;
+static atomic_size_t device_total;
+
+static void free_device_area(int device, device_area *area)
+{
+    if (area->ptr == 0)
+        return;
+    atomic_fetch_sub(&device_total, area->size);
+    const ob_driver *driver = ob_driver_get();
+    int pushed = 0;
+    if (ob_driver_enter_context(executors[device].ordinal, &pushed) == OMPBATCH_OK) {
+        OB_CU(driver, cuMemFree, area->ptr);
+        ob_driver_leave_context(pushed);
+    }
+    area->ptr = 0;
+    area->size = 0;
+}
 
 static void free_area(int device, pinned_area *area)
 {
@@ -69,6 +99,7 @@ static void destroy_thread_batches(void *value)
     for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++) {
         ob_batch_destroy(mine->batches[d]);
         free_area(d, &mine->staging[d]);
+        free_device_area(d, &mine->scatter_area[d]);
     }
     free(mine);
 }
@@ -265,12 +296,157 @@ static unsigned char *staging_area(thread_batches *mine, int device, size_t byte
     return ptr;
 }
 
+/* ---- the device scatter kernel ---------------------------------------------------------- */
+
+/* Small host-to-device pieces cost the copy engine ~2.5 us each even in one batch (H200,
+ * BENCHMARKS.md); packed into pinned memory, moved by one copy and scattered on the device by
+ * a kernel, they cost a copy and a launch per construct. */
+
+static CUfunction scatter_function(int device)
+{
+    if (scatter_states[device] != SCATTER_UNKNOWN)
+        return scatter_states[device] == SCATTER_READY ? scatter_functions[device] : NULL;
+    scatter_states[device] = SCATTER_UNAVAILABLE;
+    const ob_driver *driver = ob_driver_get();
+    if (!ob_config_get()->scatter || driver->fn.cuModuleLoadData == NULL ||
+        driver->fn.cuModuleGetFunction == NULL || driver->fn.cuLaunchKernel == NULL ||
+        driver->fn.cuMemAlloc == NULL || driver->fn.cuMemFree == NULL)
+        return NULL;
+    int pushed = 0;
+    CUmodule module = NULL;
+    int status = ob_driver_enter_context(executors[device].ordinal, &pushed);
+    if (status == OMPBATCH_OK) {
+        status = OB_CU(driver, cuModuleLoadData, &module, ob_scatter_ptx);
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuModuleGetFunction, &scatter_functions[device], module,
+                           OB_SCATTER_KERNEL);
+        ob_driver_leave_context(pushed);
+    }
+    if (status != OMPBATCH_OK) {
+        ob_log(1, "hook: device %d: no scatter kernel (%s); host-to-device pieces go as copies",
+               device, ompbatch_last_error());
+        return NULL;
+    }
+    ob_log(1, "hook: device %d: scatter kernel loaded", device);
+    scatter_states[device] = SCATTER_READY;
+    return scatter_functions[device];
+}
+
+/* Bytes the scatter of copies needs (descriptors, then the pieces), or 0 when the copies are
+ * not all small host-to-device pieces. */
+static size_t scatter_bytes(const ob_hook_copy *copies, size_t count)
+{
+    if (count < 2)
+        return 0;
+    size_t total = staged_size(count * sizeof(ob_scatter_piece));
+    for (size_t i = 0; i < count; i++) {
+        if (!copies[i].to_device || copies[i].bytes > OB_STAGE_MAX_PIECE)
+            return 0;
+        total += staged_size(copies[i].bytes);
+        if (total > OB_STAGE_MAX_AREA)
+            return 0;
+    }
+    return total;
+}
+
+static int device_area_of(thread_batches *mine, int device, size_t bytes, CUdeviceptr *out)
+{
+    device_area *area = &mine->scatter_area[device];
+    if (area->size < bytes) {
+        const ob_driver *driver = ob_driver_get();
+        size_t size = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
+        size_t before = atomic_fetch_add(&device_total, size);
+        if (before - area->size + size > ob_config_get()->staging_bytes) {
+            atomic_fetch_sub(&device_total, size);
+            return OMPBATCH_ERR_NO_MEMORY;
+        }
+        free_device_area(device, area);
+        int pushed = 0;
+        int status = ob_driver_enter_context(executors[device].ordinal, &pushed);
+        if (status == OMPBATCH_OK) {
+            status = OB_CU(driver, cuMemAlloc, &area->ptr, size);
+            ob_driver_leave_context(pushed);
+        }
+        if (status != OMPBATCH_OK) {
+            area->ptr = 0;
+            atomic_fetch_sub(&device_total, size);
+            return status;
+        }
+        area->size = size;
+    }
+    *out = area->ptr;
+    return OMPBATCH_OK;
+}
+
+/* Packs the pieces and their descriptors into the pinned area, copies them to the device area
+ * and launches the kernel on the library's stream; waits. */
+static int scatter_run(thread_batches *mine, int device, CUfunction fn, unsigned char *staging,
+                       size_t bytes, const ob_hook_copy *copies, size_t count)
+{
+    const ob_driver *driver = ob_driver_get();
+    CUdeviceptr area = 0;
+    CUstream stream = NULL;
+    int status = device_area_of(mine, device, bytes, &area);
+    if (status == OMPBATCH_OK)
+        status = ob_driver_own_stream(executors[device].ordinal, &stream);
+    if (status != OMPBATCH_OK)
+        return status;
+    ob_scatter_piece *pieces = (ob_scatter_piece *)staging;
+    size_t offset = staged_size(count * sizeof(ob_scatter_piece));
+    for (size_t i = 0; i < count; i++) {
+        memcpy(staging + offset, copies[i].src, copies[i].bytes);
+        pieces[i].dst = (uint64_t)(uintptr_t)copies[i].dst;
+        pieces[i].offset = offset;
+        pieces[i].bytes = copies[i].bytes;
+        offset += staged_size(copies[i].bytes);
+    }
+    int pushed = 0;
+    if ((status = ob_driver_enter_context(executors[device].ordinal, &pushed)) != OMPBATCH_OK)
+        return status;
+    CUdeviceptr pieces_arg = area, packed_arg = area;
+    unsigned int n = (unsigned int)count;
+    void *params[] = {&pieces_arg, &packed_arg, &n};
+    unsigned int blocks = count < 1024 ? (unsigned int)count : 1024;
+    status = OB_CU(driver, cuMemcpyAsync, area, (CUdeviceptr)(uintptr_t)staging, offset, stream);
+    if (status == OMPBATCH_OK)
+        status = OB_CU(driver, cuLaunchKernel, fn, blocks, 1, 1, 256, 1, 1, 0, stream, params,
+                       NULL);
+    /* Whatever was enqueued must be finished before the staging is reused. */
+    int waited = ob_stream_wait(driver, stream);
+    ob_driver_leave_context(pushed);
+    if (status == OMPBATCH_OK)
+        status = waited;
+    if (status == OMPBATCH_OK) {
+        ob_hook_add(&ob_hook_count.batches, 1);
+        size_t descriptors = staged_size(count * sizeof(ob_scatter_piece));
+        ob_hook_add(&ob_hook_count.bytes_batched, offset - descriptors);
+        atomic_fetch_or_explicit(&ob_hook_count.paths, OMPBATCH_PATH_KERNEL,
+                                 memory_order_relaxed);
+    }
+    return status;
+}
+
 int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count)
 {
     thread_batches *mine = this_thread();
     ompbatch_batch *batch = mine != NULL ? thread_batch(mine, device) : NULL;
     if (batch == NULL)
         return OMPBATCH_ERR_NO_MEMORY;
+    size_t scatter = executors[device].kind == OB_DEVICE_CUDA ? scatter_bytes(copies, count) : 0;
+    CUfunction fn = scatter > 0 ? scatter_function(device) : NULL;
+    if (fn != NULL) {
+        unsigned char *area = staging_area(mine, device, scatter);
+        int status = area != NULL ? scatter_run(mine, device, fn, area, scatter, copies, count)
+                                  : OMPBATCH_ERR_NO_MEMORY;
+        if (status == OMPBATCH_OK)
+            return OMPBATCH_OK;
+        if (status != OMPBATCH_ERR_NO_MEMORY) {
+            ob_log(1, "hook: the scatter of %zu pieces for device %d failed (%s); the runtime "
+                      "makes them instead", count, device, ompbatch_last_error());
+            return status;
+        }
+        /* No room for staging: the pieces go as copies below. */
+    }
     unsigned char *staging = staging_area(mine, device, staging_wanted(copies, count));
     int status = OMPBATCH_OK;
     size_t staged = 0;
@@ -335,6 +511,8 @@ void ob_hook_copy_reset_for_testing(void)
         ob_batch_destroy(mine->batches[d]);
         mine->batches[d] = NULL;
         free_area(d, &mine->staging[d]);
+        free_device_area(d, &mine->scatter_area[d]);
     }
     memset(verdicts, 0, sizeof(verdicts));
+    memset(scatter_states, 0, sizeof(scatter_states));
 }

@@ -324,6 +324,86 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
     }
 }
 
+// Host-to-device pieces only: packed with their descriptors, one copy, one kernel launch.
+TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
+{
+    Pieces p(37, 7);
+    DeviceBuffer dev(p.total + 64, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    for (int round = 0; round < 2; round++) {
+        std::memset(dev.ptr, 0xE7, p.total + 64);
+        std::vector<ob_hook_copy> copies;
+        for (size_t i = 0; i < p.sizes.size(); i++) {
+            p.host[i] = random_bytes(p.sizes[i], 700 + round * 100 + i);
+            copies.push_back({dev.ptr + 1 + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        }
+        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+            << ompbatch_last_error();
+        EXPECT_EQ(0xE7, dev.ptr[0]) << "a byte before the first piece changed";
+        for (size_t i = 0; i < p.sizes.size(); i++) {
+            ASSERT_EQ(0, std::memcmp(dev.ptr + 1 + p.offsets[i], p.host[i].data(), p.sizes[i]))
+                << "round " << round << " piece " << i;
+            size_t gap = i + 1 < p.sizes.size() ? p.offsets[i + 1] - p.offsets[i] - p.sizes[i] : 0;
+            for (size_t g = 0; g < gap; g++)
+                EXPECT_EQ(0xE7, dev.ptr[1 + p.offsets[i] + p.sizes[i] + g]) << "gap after " << i;
+        }
+    }
+    EXPECT_EQ(2, fake().call_count("cuLaunchKernel"));
+    EXPECT_EQ(2, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(1, fake().call_count("cuModuleLoadData")) << "the module is loaded once";
+    EXPECT_EQ(0u, fake().batch_record_count());
+}
+
+TEST_F(HookCopy, WithoutTheKernelPiecesGoAsABatch)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        ob_hook_copy_reset_for_testing();
+        fake().reset();
+        if (mode == 0) {
+            setenv("OMPBATCH_SCATTER", "0", 1);
+        } else {
+            unsetenv("OMPBATCH_SCATTER");
+            ASSERT_EQ(0, fake().inject_failure("cuModuleLoadData", 1, CUDA_ERROR_INVALID_PTX));
+        }
+        ob_config_reload();
+        Pieces p(16, 8 + mode);
+        DeviceBuffer dev(p.total, 0);
+        ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+        std::vector<ob_hook_copy> copies;
+        for (size_t i = 0; i < p.sizes.size(); i++)
+            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        for (int round = 0; round < 2; round++) {
+            std::memset(dev.ptr, 0, p.total);
+            ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+                << ompbatch_last_error();
+            for (size_t i = 0; i < p.sizes.size(); i++)
+                EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
+        }
+        EXPECT_EQ(0, fake().call_count("cuLaunchKernel")) << "mode " << mode;
+        EXPECT_EQ(mode, fake().call_count("cuModuleLoadData")) << "tried once, not per batch";
+        EXPECT_GE(fake().batch_record_count(), 2u);
+    }
+    unsetenv("OMPBATCH_SCATTER");
+    ob_config_reload();
+}
+
+TEST_F(HookCopy, AFailedLaunchIsReported)
+{
+    Pieces p(6, 10);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::vector<ob_hook_copy> copies;
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+    ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, copies.data(), copies.size()));
+    EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "cuLaunchKernel failed"))
+        << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()));
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
+}
+
 TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
 {
     Pieces p(20, 3);

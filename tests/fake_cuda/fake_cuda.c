@@ -90,7 +90,22 @@ struct op {
     const unsigned char *src;
     size_t size;
     unsigned char *snapshot;
+    /* A launch of the scatter kernel instead of a copy when pieces != NULL: scatter_count
+     * pieces {dst, offset, bytes} (3 x u64) at pieces, their bytes at packed + offset. */
+    const uint64_t *pieces;
+    const unsigned char *packed;
+    unsigned int scatter_count;
 };
+
+/* The one module and function the fake knows: plugin/kernels/scatter.cu's ob_scatter. */
+struct CUmod_st {
+    int unused;
+};
+struct CUfunc_st {
+    int unused;
+};
+static struct CUmod_st scatter_module;
+static struct CUfunc_st scatter_function;
 
 struct CUstream_st {
     struct CUctx_st *ctx;
@@ -343,10 +358,36 @@ static CUresult queue_reserve(struct CUstream_st *s, size_t extra)
     return CUDA_SUCCESS;
 }
 
+static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len);
+static struct alloc *alloc_containing(uintptr_t p);
+
+/* The scatter kernel, as the GPU would run it. A piece outside device memory is a fault the
+ * real kernel would report asynchronously; the fake stops the test with the reason. */
+static void scatter_run(const struct op *op)
+{
+    for (unsigned int i = 0; i < op->scatter_count; i++) {
+        uintptr_t dst = (uintptr_t)op->pieces[3 * i];
+        size_t offset = (size_t)op->pieces[3 * i + 1], bytes = (size_t)op->pieces[3 * i + 2];
+        char why[160];
+        const char *problem = range_problem(dst, bytes, why, sizeof why);
+        const struct alloc *a = alloc_containing(dst);
+        if (problem != NULL || a == NULL || a->kind != ALLOC_DEVICE)
+            die("ob_scatter piece %u writes %zu bytes at %#lx outside device memory (%s)", i,
+                bytes, (unsigned long)dst, problem != NULL ? problem : "not device memory");
+        memmove((void *)dst, op->packed + offset, bytes);
+        g.stats.copies_executed++;
+        g.stats.bytes_executed += bytes;
+    }
+}
+
 static void stream_run(struct CUstream_st *s)
 {
     for (size_t i = 0; i < s->nops; i++) {
         struct op *op = &s->ops[i];
+        if (op->pieces != NULL) {
+            scatter_run(op);
+            continue;
+        }
         /* memmove: an overlapping copy is undefined on the GPU but must not be in the fake. */
         memmove(op->dst, op->src, op->size);
         free(op->snapshot);
@@ -949,6 +990,77 @@ static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
     if (s->nops > 0) {
         stream_sync(s);
         r = CUDA_ERROR_NOT_READY;
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Modules and the one kernel the fake runs (plugin/kernels/scatter.cu).
+ */
+
+static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *image)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    if (begin_call(FAKE_EP_cuModuleLoadData, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    if (module == NULL || image == NULL)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "module or image is NULL");
+    else if (strstr((const char *)image, ".entry ob_scatter(") == NULL)
+        r = fail(CUDA_ERROR_INVALID_IMAGE, "the image is not the library's scatter PTX");
+    else
+        *module = &scatter_module;
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule module,
+                                                 const char *name)
+{
+    CUresult r;
+    if (begin_call(FAKE_EP_cuModuleGetFunction, &r))
+        goto out;
+    if (function == NULL || name == NULL || module != &scatter_module)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "bad function, module or name");
+    else if (strcmp(name, "ob_scatter") != 0)
+        r = fail(CUDA_ERROR_NOT_FOUND, "no function %s in the module", name);
+    else {
+        *function = &scatter_function;
+        r = CUDA_SUCCESS;
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* Parameters as scatter.cu declares them: (const piece *pieces, const uchar *packed, uint n). */
+static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                            unsigned int bz, unsigned int shared, CUstream h,
+                                            void **params, void **extra)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    if (begin_call(FAKE_EP_cuLaunchKernel, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
+        (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
+        goto out;
+    if (f != &scatter_function)
+        r = fail(CUDA_ERROR_INVALID_HANDLE, "unknown function");
+    else if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "grid %ux%ux%u, block %ux%ux%u", gx, gy, gz, bx, by, bz);
+    else if (params == NULL || extra != NULL || shared != 0)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "kernel parameters must come in kernelParams");
+    else if ((r = queue_reserve(s, 1)) == CUDA_SUCCESS) {
+        struct op *op = &s->ops[s->nops++];
+        memset(op, 0, sizeof *op);
+        op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
+        op->packed = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[1];
+        op->scatter_count = *(unsigned int *)params[2];
+        g.stats.copies_enqueued += op->scatter_count;
     }
 out:
     unlock();

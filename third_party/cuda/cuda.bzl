@@ -1,7 +1,8 @@
 """Repository rule for the CUDA toolkit headers (@cuda).
 
 The toolkit is found at $OMPBATCH_CUDA_PATH, or /usr/local/cuda when the variable is unset or
-empty. Only its include/ directory is used (symlinked into the repository); see BUILD.cuda.
+empty. Its include/ directory is symlinked into the repository (see BUILD.cuda), and its root is
+written to @cuda//:defs.bzl (CUDA_ROOT) for the genrule that compiles device code with nvcc.
 """
 
 _ENV = "OMPBATCH_CUDA_PATH"
@@ -23,6 +24,9 @@ def _cuda_headers_impl(rctx):
             _ENV,
         ))
     rctx.symlink(include, "include")
+    # The library's device code is compiled to PTX at build time with the toolkit's nvcc,
+    # called by its absolute path (nvcc finds its installation from where it really lives).
+    rctx.file("defs.bzl", 'CUDA_ROOT = "%s"\n' % root)
     rctx.symlink(rctx.attr.build_file, "BUILD.bazel")
     rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
 
