@@ -60,6 +60,17 @@ static CUfunction scatter_functions[OB_MIRROR_MAX_DEVICES];
 static atomic_size_t pinned_total;
 static atomic_size_t device_total;
 
+/* Reserves size bytes against OMPBATCH_STAGING_MB for an area that now holds `held` (freed
+ * once the new one exists). Returns 0 when the cap refuses. */
+static int reserve(atomic_size_t *total, size_t held, size_t size)
+{
+    size_t before = atomic_fetch_add(total, size);
+    if (before - held + size <= ob_config_get()->staging_bytes)
+        return 1;
+    atomic_fetch_sub(total, size);
+    return 0;
+}
+
 static void free_device_area(int device, device_area *area)
 {
     if (area->ptr == 0)
@@ -268,11 +279,8 @@ static unsigned char *staging_area(thread_batches *mine, int device, size_t byte
     if (driver->fn.cuMemAllocHost == NULL || driver->fn.cuMemFreeHost == NULL)
         return NULL;
     size_t size = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
-    size_t cap = ob_config_get()->staging_bytes;
     /* Reserve before freeing the old area: a refusal keeps it for smaller batches. */
-    size_t before = atomic_fetch_add(&pinned_total, size);
-    if (before - area->size + size > cap) {
-        atomic_fetch_sub(&pinned_total, size);
+    if (!reserve(&pinned_total, area->size, size)) {
         ob_log(2, "hook: %zu bytes of pinned staging would pass OMPBATCH_STAGING_MB; this "
                   "batch copies directly", size);
         return NULL;
@@ -355,11 +363,8 @@ static int device_area_of(thread_batches *mine, int device, size_t bytes, CUdevi
     if (area->size < bytes) {
         const ob_driver *driver = ob_driver_get();
         size_t size = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
-        size_t before = atomic_fetch_add(&device_total, size);
-        if (before - area->size + size > ob_config_get()->staging_bytes) {
-            atomic_fetch_sub(&device_total, size);
+        if (!reserve(&device_total, area->size, size))
             return OMPBATCH_ERR_NO_MEMORY;
-        }
         free_device_area(device, area);
         int pushed = 0;
         int status = ob_driver_enter_context(executors[device].ordinal, &pushed);
