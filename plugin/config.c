@@ -64,8 +64,7 @@ static void read_environment(void)
                                            1L << 24);
     current.wait_poll_us = read_long("OMPBATCH_WAIT_POLL_US", OB_DEFAULT_WAIT_POLL_US, 0, 1000000);
     current.staging_bytes = (size_t)read_long("OMPBATCH_STAGING_MB", 256, 0, 1L << 20) << 20;
-    /* Off until the kernel has run on a GPU (it has run only on the fake driver so far). */
-    current.scatter = (int)read_long("OMPBATCH_SCATTER", 0, 0, 1);
+    current.scatter = (int)read_long("OMPBATCH_SCATTER", 1, 0, 1);
     current.form = read_form();
     const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
     if (library == NULL || library[0] == '\0')
