@@ -38,6 +38,7 @@
     X(OVERLAP, "overlaps another item")                                                         \
     X(GLOBAL, "declare target global")                                                          \
     X(EXISTING, "already mapped")                                                               \
+    X(STILL_MAPPED, "still mapped after the end")                                               \
     X(DEVICE, "device the hook does not copy for")                                              \
     X(FAILED, "batch failed; the runtime copied")
 
@@ -674,7 +675,7 @@ void ob_hook_end(const ob_construct *c)
             memcpy((void *)it->begin, staging + it->staging, (size_t)(it->end - it->begin));
             done++;
         } else {
-            it->why = REASON_EXISTING;
+            it->why = REASON_STILL_MAPPED;
         }
     }
     free(staging);

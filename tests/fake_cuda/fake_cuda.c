@@ -951,22 +951,27 @@ out:
     return r;
 }
 
+/* The common start of both ways of waiting. An injected failure drops the stream's pending
+ * work, as after a real fault: nothing of it may land later. */
+static bool begin_wait(enum fake_ep ep, CUstream h, struct CUstream_st **s, CUresult *r)
+{
+    struct CUctx_st *ctx = NULL;
+    if (begin_call(ep, r)) {
+        struct CUstream_st *failed = find_stream(h);
+        if (failed != NULL)
+            stream_discard(failed);
+        return false;
+    }
+    return (*r = require_context(&ctx)) == CUDA_SUCCESS &&
+           (*r = any_stream(h, ctx, s)) == CUDA_SUCCESS;
+}
+
 static CUresult CUDAAPI fake_cuStreamSynchronize(CUstream h)
 {
     CUresult r;
-    struct CUctx_st *ctx = NULL;
     struct CUstream_st *s = NULL;
-    if (begin_call(FAKE_EP_cuStreamSynchronize, &r)) {
-        /* The failed work is gone, as after a real fault; nothing of it may land later. */
-        s = find_stream(h);
-        if (s != NULL)
-            stream_discard(s);
-        goto out;
-    }
-    if ((r = require_context(&ctx)) != CUDA_SUCCESS || (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
-        goto out;
-    stream_sync(s);
-out:
+    if (begin_wait(FAKE_EP_cuStreamSynchronize, h, &s, &r))
+        stream_sync(s);
     unlock();
     return r;
 }
@@ -976,22 +981,11 @@ out:
 static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
 {
     CUresult r;
-    struct CUctx_st *ctx = NULL;
     struct CUstream_st *s = NULL;
-    if (begin_call(FAKE_EP_cuStreamQuery, &r)) {
-        /* As for cuStreamSynchronize: the failed work is gone. */
-        s = find_stream(h);
-        if (s != NULL)
-            stream_discard(s);
-        goto out;
-    }
-    if ((r = require_context(&ctx)) != CUDA_SUCCESS || (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
-        goto out;
-    if (s->nops > 0) {
+    if (begin_wait(FAKE_EP_cuStreamQuery, h, &s, &r) && s->nops > 0) {
         stream_sync(s);
         r = CUDA_ERROR_NOT_READY;
     }
-out:
     unlock();
     return r;
 }
