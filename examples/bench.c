@@ -1,16 +1,29 @@
 /* The benchmark: `bazel run //examples:bench -- [options]` (--help lists them).
  *
  * For every cell of a grid (direction x host memory kind x piece count x piece size) it times
- * the same pieces moved two ways, on the library's own non-blocking stream of the device:
+ * the same pieces moved five ways, on the library's own non-blocking stream of the device:
  *   per-copy  one cuMemcpyAsync per piece, then cuStreamSynchronize;
- *   ompbatch  ompbatch_batch_add for every piece, ompbatch_batch_submit, ompbatch_batch_wait
- *             (the batch is created once per cell and reset between runs, outside the timing).
- * Each figure is the median wall-clock time (CLOCK_MONOTONIC) of the timed runs after warm-ups;
- * runs of the two ways alternate so that drift affects both alike. Pieces lie `size + 64` bytes
- * apart (rounded up to 64) on both sides, so the library cannot merge any two of them; the
- * device side of a cell is one cuMemAlloc. After the timed runs the destination is poisoned, the
- * library's path runs once more and every byte is checked, gaps included, so that a fast but
- * wrong path cannot pass.
+ *   direct    an ompbatch batch with options.strategy = OMPBATCH_STRATEGY_DIRECT;
+ *   staged    the same with OMPBATCH_STRATEGY_STAGED;
+ *   auto      the same with OMPBATCH_STRATEGY_AUTO;
+ *   bulk      the limit: one cuMemcpyAsync of count * size contiguous bytes between the cell's
+ *             host slab (so host memory of the same kind) and its device slab, then
+ *             cuStreamSynchronize.
+ * A library way is ompbatch_batch_add for every piece, ompbatch_batch_submit and
+ * ompbatch_batch_wait; each strategy has its own batch, created once per cell and reset between
+ * runs, outside the timing. Each figure is the median wall-clock time (CLOCK_MONOTONIC) of the
+ * timed runs after warm-ups; every timed round runs all five ways, starting one way later each
+ * round, so that drift and the order inside a round affect every way alike. Pieces lie
+ * `size + 64` bytes apart (rounded up to 64) on both sides, so the library cannot merge any two
+ * of them; the device side of a cell is one cuMemAlloc. After the timed runs, for every way in
+ * turn, the destination is poisoned, the way runs once more and every byte is checked, gaps
+ * included, so that a fast but wrong path cannot pass; any mismatch makes the exit status 1.
+ *
+ * The JSON keeps the keys of the two-way bench (ompbatch_us, speedup, path, ... now describe
+ * auto, the library's default strategy) and adds every way's time, the statistics of each
+ * library way after its last timed run, and the ratios.
+ *
+ * --targets runs a fixed list of cells instead of the grid and compares each with its target.
  *
  * Without a GPU it prints "no GPU: <reason>" and exits 0 (1 with --require-gpu). */
 #define _POSIX_C_SOURCE 200809L
@@ -31,19 +44,22 @@
 /* Bytes between the end of one piece and the start of the next, before alignment (--gap). */
 #define DEFAULT_GAP ((size_t)64)
 #define PIECE_ALIGN ((size_t)64)
-/* Cells larger than this run at most BIG_CELL_REPEATS timed runs (the probe's "5 for the
- * largest"); any cell whose warm-up shows that its runs would take longer than CELL_BUDGET_US is
- * trimmed to fit, down to MIN_REPEATS. */
+/* Cells larger than this run at most BIG_CELL_REPEATS timed rounds (the probe's "5 for the
+ * largest"); any cell whose warm-up shows that its rounds would take longer than CELL_BUDGET_US
+ * is trimmed to fit, down to MIN_REPEATS. */
 #define BIG_CELL_BYTES ((size_t)64 << 20)
 #define BIG_CELL_REPEATS 5
 #define MIN_REPEATS 5
-#define CELL_BUDGET_US 2.0e6
+#define CELL_BUDGET_US 1.5e6
 #define SMALL_CELL_FACTOR 5
-#define SMALL_CELL_BUDGET_US 0.1e6
-/* A cell counts as slower than per-copy when the library takes this much longer. */
+#define SMALL_CELL_BUDGET_US 0.25e6
+/* A cell counts as slower when it takes this much longer than what it is compared with: auto
+ * against per-copy, and auto against the best single strategy (direct or staged). */
 #define SLOWER_RATIO 1.05
-/* How many of those cells the summary names. */
+/* How many of the cells slower than per-copy the summary names. */
 #define MAX_LISTED 12
+/* Exit status when every cell ran and every byte was right but a --targets target was missed. */
+#define EXIT_TARGET_MISSED 3
 
 typedef enum bench_dir { DIR_H2D = 0, DIR_D2H = 1 } bench_dir;
 
@@ -51,6 +67,55 @@ static const char *dir_name(bench_dir dir)
 {
     return dir == DIR_H2D ? "H2D" : "D2H";
 }
+
+/* The ways a cell's pieces are moved, in the order of the table's columns. */
+typedef enum bench_way {
+    WAY_PER_COPY = 0,
+    WAY_DIRECT,
+    WAY_STAGED,
+    WAY_AUTO,
+    WAY_BULK,
+    N_WAYS
+} bench_way;
+
+static const char *const way_names[N_WAYS] = {"per-copy", "direct", "staged", "auto", "bulk"};
+/* The same as JSON keys. */
+static const char *const way_keys[N_WAYS] = {"per_copy", "direct", "staged", "auto", "bulk"};
+/* The batch strategy of each library way; 0 for the ways that call the driver themselves. */
+static const int way_strategy[N_WAYS] = {0, OMPBATCH_STRATEGY_DIRECT, OMPBATCH_STRATEGY_STAGED,
+                                         OMPBATCH_STRATEGY_AUTO, 0};
+
+static int way_is_library(bench_way way)
+{
+    return way_strategy[way] != 0;
+}
+
+/* One cell of --targets and what its auto way must reach there. */
+typedef enum target_metric {
+    TARGET_AUTO_US = 0,     /* auto's median time at most limit microseconds */
+    TARGET_BULK_OVER_AUTO   /* bulk time / auto time at least limit (auto's share of bulk's
+                               bandwidth) */
+} target_metric;
+
+typedef struct target {
+    bench_dir dir;
+    ex_host_kind kind;
+    size_t count;
+    size_t size;
+    target_metric metric;
+    double limit;
+} target;
+
+static const target targets[] = {
+    {DIR_H2D, EX_HOST_PINNED, 1024, 4096, TARGET_AUTO_US, 150},
+    {DIR_H2D, EX_HOST_PAGEABLE, 1024, 4096, TARGET_AUTO_US, 350},
+    {DIR_D2H, EX_HOST_PAGEABLE, 1024, 4096, TARGET_AUTO_US, 500},
+    {DIR_D2H, EX_HOST_PINNED, 1024, 4096, TARGET_AUTO_US, 200},
+    {DIR_H2D, EX_HOST_PINNED, 4096, 256, TARGET_AUTO_US, 100},
+    {DIR_H2D, EX_HOST_PINNED, 64, (size_t)1 << 20, TARGET_BULK_OVER_AUTO, 0.95},
+    {DIR_D2H, EX_HOST_PINNED, 64, (size_t)1 << 20, TARGET_BULK_OVER_AUTO, 0.95},
+};
+#define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
 
 typedef struct options {
     size_t counts[MAX_LIST];
@@ -68,6 +133,7 @@ typedef struct options {
     int device;
     int require_gpu;
     int quick;
+    int targets;
     const char *json;
     const char *form;
 } options;
@@ -79,13 +145,13 @@ typedef struct cell {
     size_t size;
     size_t stride;
     int repeats;
-    double per_copy_us;     /* medians */
-    double batch_us;
-    double per_copy_min_us;
-    double batch_min_us;
-    ompbatch_stats stats;   /* of the last timed batch */
-    int verified;
-    char failure[192];      /* what the byte check found, when it failed */
+    double us[N_WAYS];              /* medians */
+    double min_us[N_WAYS];
+    ompbatch_stats stats[N_WAYS];   /* library ways: after the last timed run */
+    int way_verified[N_WAYS];
+    int verified;                   /* every way's bytes were right */
+    char failure[192];              /* the first way whose byte check failed, and what it found */
+    const target *target;           /* --targets: what this cell must reach; else NULL */
 } cell;
 
 /* The pieces of one cell: `count` copies of `size` bytes, every `stride` bytes on both sides. */
@@ -99,20 +165,59 @@ typedef struct transfer {
     size_t stride;
 } transfer;
 
+/* What the ways of one cell run with: the library ways' batches are indexed by way. */
+typedef struct runner {
+    ex_gpu *gpu;
+    const transfer *t;
+    ompbatch_batch *batches[N_WAYS];
+} runner;
+
+/* "batch", "per-copy", "host", "kernel", "staged", joined with '+'; "none" for 0. */
+static const char *paths_name(unsigned paths, char *buf, size_t size)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {
+        {OMPBATCH_PATH_BATCH, "batch"},   {OMPBATCH_PATH_PER_COPY, "per-copy"},
+        {OMPBATCH_PATH_HOST, "host"},     {OMPBATCH_PATH_KERNEL, "kernel"},
+        {OMPBATCH_PATH_STAGED, "staged"},
+    };
+    size_t used = 0;
+    if (size == 0)
+        return buf;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!(paths & names[i].bit))
+            continue;
+        int n = snprintf(buf + used, size - used, "%s%s", used ? "+" : "", names[i].name);
+        if (n < 0 || (size_t)n >= size - used)
+            break;
+        used += (size_t)n;
+    }
+    if (used == 0)
+        snprintf(buf, size, "%s", paths ? "unknown" : "none");
+    return buf;
+}
+
 /* ---- options ------------------------------------------------------------------------------ */
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: bench [options]   (bazel run //examples:bench -- [options])\n"
-            "Per-copy cuMemcpyAsync loop against one ompbatch batch, over a grid of cells.\n"
-            "  --counts LIST     piece counts (default 1,16,128,1024,4096)\n"
-            "  --sizes LIST      piece sizes, suffixes B, K/KiB, M/MiB (default 8,256,4K,64K,1M)\n"
+            "Moves the same pieces five ways per cell of a grid: a per-copy cuMemcpyAsync loop;\n"
+            "ompbatch batches with the direct, staged and auto strategies; and bulk, one\n"
+            "contiguous cuMemcpyAsync of all the bytes (the limit). Every way's bytes are\n"
+            "checked.\n"
+            "  --counts LIST     piece counts (default 1,16,256,1024,4096)\n"
+            "  --sizes LIST      piece sizes, suffixes B, K/KiB, M/MiB (default\n"
+            "                    8,256,4K,64K,1M,4M)\n"
             "  --dirs LIST       h2d,d2h (default both)\n"
-            "  --kinds LIST      pinned,pageable,managed host memory (default all three)\n"
-            "  --repeats N       timed runs per cell (default 21; cells over 64 MiB run at most\n"
-            "                    %d, and slow cells are trimmed to about 2 s, never below %d)\n"
-            "  --warmup N        untimed runs per cell first (default 3)\n"
+            "  --kinds LIST      pinned,pageable,managed host memory (default pinned,pageable)\n"
+            "  --repeats N       timed rounds per cell (default 21; cells over 64 MiB run at most\n"
+            "                    %d, and slow cells are trimmed to about %.1f s, never below %d)\n"
+            "  --warmup N        untimed rounds per cell first (default 3)\n"
             "  --max-total SIZE  skip cells with more bytes than this (default 256M)\n"
             "  --gap SIZE        bytes between pieces before rounding up to 64 (default 64;\n"
             "                    at least 1, so that no two pieces can merge)\n"
@@ -120,12 +225,16 @@ static void usage(FILE *out)
             "                    library starts\n"
             "  --device N        CUDA device (default 0)\n"
             "  --json FILE       also write every cell as JSON (relative to where bazel run was\n"
-            "                    started)\n"
-            "  --quick           small grid for smoke runs: counts 16,1024, sizes 8,4K, 7 runs\n"
+            "                    started); benchmarks/plot_strategies.sh plots it\n"
+            "  --quick           small grid for smoke runs: counts 16,1024, sizes 8,4K, 7 rounds\n"
             "                    after 2 warm-ups (explicit options still apply)\n"
+            "  --targets         run only the target cells (the grid options are ignored) and\n"
+            "                    print each with its target and PASS or FAIL\n"
             "  --require-gpu     exit 1 instead of 0 when there is no GPU\n"
-            "  -h, --help        this text\n",
-            BIG_CELL_REPEATS, MIN_REPEATS);
+            "  -h, --help        this text\n"
+            "Exit status: 0 all well; 1 a failure or a byte mismatch; 2 a bad command line;\n"
+            "%d a target missed (--targets).\n",
+            BIG_CELL_REPEATS, CELL_BUDGET_US * 1e-6, MIN_REPEATS, EXIT_TARGET_MISSED);
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -230,8 +339,8 @@ static int parse_kind_item(const char *text, void *out)
 /* Returns 0 to run, 1 to exit successfully (--help), -1 on a bad command line. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    static const size_t counts[] = {1, 16, 128, 1024, 4096};
-    static const size_t sizes[] = {8, 256, 4096, 65536, 1048576};
+    static const size_t counts[] = {1, 16, 256, 1024, 4096};
+    static const size_t sizes[] = {8, 256, 4096, 65536, 1048576, 4194304};
     static const size_t quick_counts[] = {16, 1024};
     static const size_t quick_sizes[] = {8, 4096};
     int counts_set = 0, sizes_set = 0, repeats_set = 0, warmup_set = 0;
@@ -248,6 +357,10 @@ static int parse_options(int argc, char **argv, options *o)
         }
         if (strcmp(arg, "--quick") == 0) {
             o->quick = 1;
+            continue;
+        }
+        if (strcmp(arg, "--targets") == 0) {
+            o->targets = 1;
             continue;
         }
         if (strcmp(arg, "--require-gpu") == 0) {
@@ -320,8 +433,7 @@ static int parse_options(int argc, char **argv, options *o)
     if (o->n_kinds == 0) {
         o->kinds[0] = EX_HOST_PINNED;
         o->kinds[1] = EX_HOST_PAGEABLE;
-        o->kinds[2] = EX_HOST_MANAGED;
-        o->n_kinds = 3;
+        o->n_kinds = 2;
     }
     if (o->quick && !repeats_set)
         o->repeats = 7;
@@ -347,6 +459,19 @@ static int per_copy_once(const ex_gpu *gpu, const transfer *t, double *us)
     return status;
 }
 
+/* The cell's bytes as one contiguous copy from the start of one slab to the start of the other:
+ * the same memory kinds as the pieces, none of their per-piece costs. */
+static int bulk_once(const ex_gpu *gpu, const transfer *t, double *us)
+{
+    const ob_driver *driver = gpu->driver;
+    double start = ex_now_us();
+    int status = OB_CU(driver, cuMemcpyAsync, t->dst, t->src, t->count * t->size, gpu->stream);
+    if (status == OMPBATCH_OK)
+        status = OB_CU(driver, cuStreamSynchronize, gpu->stream);
+    *us = ex_now_us() - start;
+    return status;
+}
+
 /* Reset is outside the timing: it only forgets the last fill (the stream is idle by then). */
 static int batch_once(ompbatch_batch *batch, const transfer *t, double *us)
 {
@@ -365,81 +490,105 @@ static int batch_once(ompbatch_batch *batch, const transfer *t, double *us)
     return status;
 }
 
-static int choose_repeats(const options *o, const cell *c, double warm_pair_us)
+static int run_way(const runner *r, bench_way way, double *us)
+{
+    switch (way) {
+    case WAY_PER_COPY:
+        return per_copy_once(r->gpu, r->t, us);
+    case WAY_BULK:
+        return bulk_once(r->gpu, r->t, us);
+    default:
+        return batch_once(r->batches[way], r->t, us);
+    }
+}
+
+static int choose_repeats(const options *o, const cell *c, double warm_round_us)
 {
     int repeats = o->repeats;
     /* Cells of a few tens of microseconds are the noisiest and the cheapest: give them up to
-     * SMALL_CELL_FACTOR times the runs, still inside SMALL_CELL_BUDGET_US. */
-    if (warm_pair_us > 0 && warm_pair_us * repeats * SMALL_CELL_FACTOR < SMALL_CELL_BUDGET_US)
+     * SMALL_CELL_FACTOR times the rounds, still inside SMALL_CELL_BUDGET_US. */
+    if (warm_round_us > 0 && warm_round_us * repeats * SMALL_CELL_FACTOR < SMALL_CELL_BUDGET_US)
         repeats *= SMALL_CELL_FACTOR;
     if (c->count * c->size > BIG_CELL_BYTES && repeats > BIG_CELL_REPEATS)
         repeats = BIG_CELL_REPEATS;
-    if (warm_pair_us > 0 && repeats > MIN_REPEATS && warm_pair_us * repeats > CELL_BUDGET_US) {
-        int fit = (int)(CELL_BUDGET_US / warm_pair_us);
+    if (warm_round_us > 0 && repeats > MIN_REPEATS && warm_round_us * repeats > CELL_BUDGET_US) {
+        int fit = (int)(CELL_BUDGET_US / warm_round_us);
         repeats = fit < MIN_REPEATS ? MIN_REPEATS : fit;
     }
     return repeats;
 }
 
-static int time_cell(const options *o, const ex_gpu *gpu, ompbatch_batch *batch,
-                     const transfer *t, cell *c)
+static int time_cell(const options *o, const runner *r, cell *c)
 {
-    double per_copy = 0, batched = 0;
+    double warm[N_WAYS] = {0};
     int status = OMPBATCH_OK;
-    for (int w = 0; w < o->warmup && status == OMPBATCH_OK; w++) {
-        if ((status = per_copy_once(gpu, t, &per_copy)) == OMPBATCH_OK)
-            status = batch_once(batch, t, &batched);
-    }
+    for (int w = 0; w < o->warmup && status == OMPBATCH_OK; w++)
+        for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++)
+            status = run_way(r, (bench_way)way, &warm[way]);
     if (status != OMPBATCH_OK)
         return status;
-    c->repeats = choose_repeats(o, c, o->warmup > 0 ? per_copy + batched : 0);
-    double *times = malloc(2 * (size_t)c->repeats * sizeof(*times));
+    double round_us = 0;
+    for (int way = 0; way < N_WAYS; way++)
+        round_us += warm[way];
+    c->repeats = choose_repeats(o, c, o->warmup > 0 ? round_us : 0);
+    size_t n = (size_t)c->repeats;
+    double *times = malloc(N_WAYS * n * sizeof(*times));
     if (times == NULL) {
         fprintf(stderr, BENCH ": out of memory for %d timings\n", c->repeats);
         return OMPBATCH_ERR_NO_MEMORY;
     }
-    double *per_copy_us = times, *batch_us = times + c->repeats;
-    for (int r = 0; r < c->repeats && status == OMPBATCH_OK; r++) {
-        if ((status = per_copy_once(gpu, t, &per_copy_us[r])) == OMPBATCH_OK)
-            status = batch_once(batch, t, &batch_us[r]);
-    }
-    if (status == OMPBATCH_OK) {
-        c->per_copy_min_us = ex_min(per_copy_us, (size_t)c->repeats);
-        c->batch_min_us = ex_min(batch_us, (size_t)c->repeats);
-        c->per_copy_us = ex_median(per_copy_us, (size_t)c->repeats);
-        c->batch_us = ex_median(batch_us, (size_t)c->repeats);
-        memset(&c->stats, 0, sizeof(c->stats));
-        c->stats.struct_size = sizeof(c->stats);
-        status = ompbatch_batch_get_stats(batch, &c->stats);
+    /* Round r starts with way r mod N_WAYS: each way follows each other way equally often. */
+    for (size_t rep = 0; rep < n && status == OMPBATCH_OK; rep++)
+        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++) {
+            int way = (int)((rep + (size_t)i) % N_WAYS);
+            status = run_way(r, (bench_way)way, &times[(size_t)way * n + rep]);
+        }
+    for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++) {
+        c->min_us[way] = ex_min(times + (size_t)way * n, n);
+        c->us[way] = ex_median(times + (size_t)way * n, n);
+        memset(&c->stats[way], 0, sizeof(c->stats[way]));
+        c->stats[way].struct_size = sizeof(c->stats[way]);
+        if (way_is_library((bench_way)way))
+            status = ompbatch_batch_get_stats(r->batches[way], &c->stats[way]);
     }
     free(times);
     return status;
 }
 
-/* Poisons the destination, runs the library's path once more and checks every byte. expect
- * holds the source slab's bytes (same layout); scratch is a pageable slab for reading back. */
-static int verify_cell(ex_gpu *gpu, ompbatch_batch *batch, const transfer *t,
-                       const unsigned char *expect, unsigned char *scratch,
-                       unsigned char *host_dst, cell *c)
+/* Poisons the destination, runs the way once more and checks every byte of the slab. expect
+ * holds the source slab's bytes (same layout); scratch is a pageable slab for reading back a
+ * device destination; host_dst is the host destination (D2H) or NULL (H2D). Bulk copies
+ * count * size bytes from the start of the slab, so everything after them must stay poisoned. */
+static int verify_way(const runner *r, bench_way way, const unsigned char *expect,
+                      unsigned char *scratch, unsigned char *host_dst, cell *c)
 {
+    const transfer *t = r->t;
     size_t slab = t->count * t->stride;
+    size_t pieces = way == WAY_BULK ? 1 : t->count;
+    size_t size = way == WAY_BULK ? t->count * t->size : t->size;
+    size_t stride = way == WAY_BULK ? slab : t->stride;
+    char why[160];
     double ignored;
     int status;
+    const unsigned char *got = host_dst != NULL ? host_dst : scratch;
     if (host_dst != NULL) {
         memset(host_dst, EX_POISON, slab);
-        if ((status = batch_once(batch, t, &ignored)) != OMPBATCH_OK)
+        if ((status = run_way(r, way, &ignored)) != OMPBATCH_OK)
             return status;
-        c->verified = ex_check_pieces(host_dst, expect, t->count, t->size, t->stride,
-                                      c->failure, sizeof(c->failure));
-        return OMPBATCH_OK;
+    } else {
+        ex_gpu *gpu = r->gpu;
+        memset(scratch, EX_POISON, slab);
+        if ((status = ex_gpu_copy(gpu, t->dst, EX_DPTR(scratch), slab)) != OMPBATCH_OK ||
+            (status = run_way(r, way, &ignored)) != OMPBATCH_OK ||
+            (status = ex_gpu_copy(gpu, EX_DPTR(scratch), t->dst, slab)) != OMPBATCH_OK)
+            return status;
     }
-    memset(scratch, EX_POISON, slab);
-    if ((status = ex_gpu_copy(gpu, t->dst, EX_DPTR(scratch), slab)) != OMPBATCH_OK ||
-        (status = batch_once(batch, t, &ignored)) != OMPBATCH_OK ||
-        (status = ex_gpu_copy(gpu, EX_DPTR(scratch), t->dst, slab)) != OMPBATCH_OK)
-        return status;
-    c->verified = ex_check_pieces(scratch, expect, t->count, t->size, t->stride, c->failure,
-                                  sizeof(c->failure));
+    c->way_verified[way] = ex_check_pieces(got, expect, pieces, size, stride, why, sizeof(why));
+    if (!c->way_verified[way]) {
+        if (c->verified)
+            snprintf(c->failure, sizeof(c->failure), "%s: %s", way_names[way], why);
+        c->verified = 0;
+    }
     return OMPBATCH_OK;
 }
 
@@ -451,7 +600,8 @@ static int run_cell(const options *o, ex_gpu *gpu, cell *c, char *error, size_t 
     size_t slab = c->count * stride;
     unsigned char *host = NULL, *scratch = NULL;
     CUdeviceptr dev = 0;
-    ompbatch_batch *batch = NULL;
+    runner r;
+    memset(&r, 0, sizeof(r));
     c->stride = stride;
     int status = ex_gpu_alloc_host(gpu, c->kind, slab, &host);
     if (status == OMPBATCH_OK)
@@ -482,20 +632,35 @@ static int run_cell(const options *o, ex_gpu *gpu, cell *c, char *error, size_t 
         t.src = dev;
         t.src_num = gpu->ordinal;
     }
-    if ((status = ompbatch_batch_create(&batch, gpu->ordinal, NULL, NULL)) != OMPBATCH_OK)
-        goto free_memory;
-    if ((status = time_cell(o, gpu, batch, &t, c)) != OMPBATCH_OK)
-        goto destroy_batch;
-    status = c->dir == DIR_H2D ? verify_cell(gpu, batch, &t, host, scratch, NULL, c)
-                               : verify_cell(gpu, batch, &t, scratch, NULL, host, c);
+    r.gpu = gpu;
+    r.t = &t;
+    for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++) {
+        if (!way_is_library((bench_way)way))
+            continue;
+        ompbatch_batch_options options;
+        memset(&options, 0, sizeof(options));
+        options.struct_size = sizeof(options);
+        options.strategy = way_strategy[way];
+        status = ompbatch_batch_create(&r.batches[way], gpu->ordinal, NULL, &options);
+    }
+    if (status != OMPBATCH_OK)
+        goto destroy_batches;
+    if ((status = time_cell(o, &r, c)) != OMPBATCH_OK)
+        goto destroy_batches;
+    c->verified = 1;
+    for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++)
+        status = c->dir == DIR_H2D ? verify_way(&r, (bench_way)way, host, scratch, NULL, c)
+                                   : verify_way(&r, (bench_way)way, scratch, NULL, host, c);
 
-destroy_batch:
+destroy_batches:
     if (status != OMPBATCH_OK)
         snprintf(error, error_size, "%s", ompbatch_last_error());
-    int destroyed = ompbatch_batch_destroy(batch);
-    if (status == OMPBATCH_OK && destroyed != OMPBATCH_OK) {
-        status = destroyed;
-        snprintf(error, error_size, "%s", ompbatch_last_error());
+    for (int way = N_WAYS - 1; way >= 0; way--) {
+        int destroyed = ompbatch_batch_destroy(r.batches[way]);
+        if (status == OMPBATCH_OK && destroyed != OMPBATCH_OK) {
+            status = destroyed;
+            snprintf(error, error_size, "%s", ompbatch_last_error());
+        }
     }
     goto free_host;
 free_memory:
@@ -507,22 +672,61 @@ free_host:
     return status;
 }
 
+/* ---- comparisons -------------------------------------------------------------------------- */
+
+/* The faster of the two single strategies. */
+static bench_way best_single(const cell *c)
+{
+    return c->us[WAY_STAGED] < c->us[WAY_DIRECT] ? WAY_STAGED : WAY_DIRECT;
+}
+
+static double auto_over_best(const cell *c)
+{
+    return c->us[WAY_AUTO] / c->us[best_single(c)];
+}
+
+static int auto_slower_than_best(const cell *c)
+{
+    return auto_over_best(c) > SLOWER_RATIO;
+}
+
+static double target_value(const cell *c)
+{
+    return c->target->metric == TARGET_AUTO_US ? c->us[WAY_AUTO]
+                                               : c->us[WAY_BULK] / c->us[WAY_AUTO];
+}
+
+static int target_passed(const cell *c)
+{
+    double value = target_value(c);
+    return c->target->metric == TARGET_AUTO_US ? value <= c->target->limit
+                                               : value >= c->target->limit;
+}
+
+static void describe_cell(const cell *c, char *buf, size_t size)
+{
+    char bytes[32];
+    snprintf(buf, size, "%s %s %zu x %s", dir_name(c->dir), ex_host_kind_name(c->kind),
+             c->count, ex_size_name(c->size, bytes, sizeof(bytes)));
+}
+
 /* ---- output ------------------------------------------------------------------------------- */
 
 static void print_header(void)
 {
-    printf("%-4s %-9s %5s %8s %14s %14s %9s  %-15s %4s\n", "dir", "host", "n", "size",
-           "per-copy us", "ompbatch us", "speed-up", "path", "reps");
+    printf("%-4s %-9s %5s %8s %10s %10s %10s %10s %10s  %-20s %4s\n", "dir", "host", "n",
+           "size", "per-copy", "direct", "staged", "auto", "bulk", "auto path", "reps");
 }
 
 static void print_row(const cell *c)
 {
-    char size[32], path[48];
-    printf("%-4s %-9s %5zu %8s %14.1f %14.1f %8.2fx  %-15s %4d%s\n", dir_name(c->dir),
-           ex_host_kind_name(c->kind), c->count, ex_size_name(c->size, size, sizeof(size)),
-           c->per_copy_us, c->batch_us, c->per_copy_us / c->batch_us,
-           ex_paths_name(c->stats.paths, path, sizeof(path)), c->repeats,
-           c->verified ? "" : "  DATA MISMATCH");
+    char size[32], path[64];
+    printf("%-4s %-9s %5zu %8s", dir_name(c->dir), ex_host_kind_name(c->kind), c->count,
+           ex_size_name(c->size, size, sizeof(size)));
+    for (int way = 0; way < N_WAYS; way++)
+        printf(" %10.1f", c->us[way]);
+    printf("  %-20s %4d%s\n", paths_name(c->stats[WAY_AUTO].paths, path, sizeof(path)),
+           c->repeats, c->verified ? "" : "  DATA MISMATCH");
     if (!c->verified)
         printf("     ^ %s\n", c->failure);
     fflush(stdout);
@@ -547,8 +751,10 @@ typedef struct summary {
     size_t cells;
     size_t skipped;
     size_t mismatches;
-    size_t slower;
-    double worst_ratio;     /* ompbatch / per-copy, the largest */
+    size_t slower;          /* auto slower than per-copy */
+    size_t auto_slower;     /* auto slower than the best single strategy */
+    size_t targets_passed;
+    double worst_ratio;     /* auto / per-copy, the largest */
     const cell *worst;
     const cell *headline_h2d; /* 1024 x 8 B pinned H2D */
     const cell *headline_d2h; /* 1024 x 4 KiB pinned D2H */
@@ -558,10 +764,12 @@ static void summarise(const cell *cells, size_t count, summary *s)
 {
     for (size_t i = 0; i < count; i++) {
         const cell *c = &cells[i];
-        double ratio = c->batch_us / c->per_copy_us;
+        double ratio = c->us[WAY_AUTO] / c->us[WAY_PER_COPY];
         s->cells++;
         s->mismatches += !c->verified;
         s->slower += ratio > SLOWER_RATIO;
+        s->auto_slower += auto_slower_than_best(c);
+        s->targets_passed += c->target != NULL && target_passed(c);
         if (s->worst == NULL || ratio > s->worst_ratio) {
             s->worst = c;
             s->worst_ratio = ratio;
@@ -575,9 +783,26 @@ static void summarise(const cell *cells, size_t count, summary *s)
     }
 }
 
+static void json_stats(FILE *f, const ompbatch_stats *st)
+{
+    char path[64];
+    fprintf(f,
+            "{\"paths\": \"%s\", \"paths_mask\": %u, \"copies_planned\": %llu, "
+            "\"sub_batches\": %llu, \"driver_calls\": %llu, \"batch_calls\": %llu, "
+            "\"staged_copies\": %llu, \"staged_bytes\": %llu, \"kernel_launches\": %llu, "
+            "\"staging_refused\": %llu}",
+            paths_name(st->paths, path, sizeof(path)), st->paths,
+            (unsigned long long)st->copies_planned, (unsigned long long)st->sub_batches,
+            (unsigned long long)st->driver_calls, (unsigned long long)st->batch_calls,
+            (unsigned long long)st->staged_copies, (unsigned long long)st->staged_bytes,
+            (unsigned long long)st->kernel_launches, (unsigned long long)st->staging_refused);
+}
+
 static void json_cell(FILE *f, const cell *c)
 {
-    char path[48];
+    char path[64];
+    const ompbatch_stats *au = &c->stats[WAY_AUTO];
+    /* The keys of the two-way bench first; "ompbatch" is auto, the library's default. */
     fprintf(f,
             "    {\"dir\": \"%s\", \"host\": \"%s\", \"count\": %zu, \"size\": %zu, "
             "\"bytes\": %zu, \"stride\": %zu, \"repeats\": %d, \"per_copy_us\": %.3f, "
@@ -586,12 +811,46 @@ static void json_cell(FILE *f, const cell *c)
             "\"attr_groups\": %llu, \"sub_batches\": %llu, \"driver_calls\": %llu, "
             "\"verified\": %s",
             dir_name(c->dir), ex_host_kind_name(c->kind), c->count, c->size,
-            c->count * c->size, c->stride, c->repeats, c->per_copy_us, c->batch_us,
-            c->per_copy_min_us, c->batch_min_us, c->per_copy_us / c->batch_us,
-            ex_paths_name(c->stats.paths, path, sizeof(path)),
-            (unsigned long long)c->stats.copies_planned, (unsigned long long)c->stats.attr_groups,
-            (unsigned long long)c->stats.sub_batches, (unsigned long long)c->stats.driver_calls,
-            c->verified ? "true" : "false");
+            c->count * c->size, c->stride, c->repeats, c->us[WAY_PER_COPY], c->us[WAY_AUTO],
+            c->min_us[WAY_PER_COPY], c->min_us[WAY_AUTO], c->us[WAY_PER_COPY] / c->us[WAY_AUTO],
+            paths_name(au->paths, path, sizeof(path)), (unsigned long long)au->copies_planned,
+            (unsigned long long)au->attr_groups, (unsigned long long)au->sub_batches,
+            (unsigned long long)au->driver_calls, c->verified ? "true" : "false");
+    for (int way = 0; way < N_WAYS; way++)
+        if (way != WAY_PER_COPY)
+            fprintf(f, ", \"%s_us\": %.3f", way_keys[way], c->us[way]);
+    fprintf(f, ", \"min_us\": {");
+    for (int way = 0; way < N_WAYS; way++)
+        fprintf(f, "%s\"%s\": %.3f", way ? ", " : "", way_keys[way], c->min_us[way]);
+    fprintf(f, "}, \"stats\": {");
+    for (int way = 0, first = 1; way < N_WAYS; way++) {
+        if (!way_is_library((bench_way)way))
+            continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", way_keys[way]);
+        json_stats(f, &c->stats[way]);
+        first = 0;
+    }
+    fprintf(f, "}, \"verified_ways\": {");
+    for (int way = 0; way < N_WAYS; way++)
+        fprintf(f, "%s\"%s\": %s", way ? ", " : "", way_keys[way],
+                c->way_verified[way] ? "true" : "false");
+    bench_way best = best_single(c);
+    fprintf(f,
+            "}, \"best_single\": \"%s\", \"best_single_us\": %.3f, \"auto_within_5pct\": %s, "
+            "\"ratios\": {\"auto_over_best_single\": %.4f, \"per_copy_over_auto\": %.4f, "
+            "\"direct_over_auto\": %.4f, \"staged_over_auto\": %.4f, "
+            "\"bulk_over_auto\": %.4f, \"staged_over_direct\": %.4f}",
+            way_keys[best], c->us[best], auto_slower_than_best(c) ? "false" : "true",
+            auto_over_best(c), c->us[WAY_PER_COPY] / c->us[WAY_AUTO],
+            c->us[WAY_DIRECT] / c->us[WAY_AUTO], c->us[WAY_STAGED] / c->us[WAY_AUTO],
+            c->us[WAY_BULK] / c->us[WAY_AUTO], c->us[WAY_STAGED] / c->us[WAY_DIRECT]);
+    if (c->target != NULL)
+        fprintf(f,
+                ", \"target\": {\"metric\": \"%s\", \"op\": \"%s\", \"limit\": %g, "
+                "\"value\": %.4f, \"pass\": %s}",
+                c->target->metric == TARGET_AUTO_US ? "auto_us" : "bulk_over_auto",
+                c->target->metric == TARGET_AUTO_US ? "<=" : ">=", c->target->limit,
+                target_value(c), target_passed(c) ? "true" : "false");
     if (!c->verified) {
         fprintf(f, ", \"failure\": ");
         json_string(f, c->failure);
@@ -602,7 +861,7 @@ static void json_cell(FILE *f, const cell *c)
 static void json_headline(FILE *f, const char *name, const cell *c, const char *end)
 {
     if (c != NULL)
-        fprintf(f, "    \"%s\": %.4f%s\n", name, c->per_copy_us / c->batch_us, end);
+        fprintf(f, "    \"%s\": %.4f%s\n", name, c->us[WAY_PER_COPY] / c->us[WAY_AUTO], end);
     else
         fprintf(f, "    \"%s\": null%s\n", name, end);
 }
@@ -647,18 +906,34 @@ static int write_json(const char *path, const options *o, const ex_gpu *gpu,
                "\"library\": ",
             info->driver_version, info->batch_form, info->forced ? "true" : "false");
     json_string(f, info->library);
-    fprintf(f, "},\n  \"settings\": {\"warmup\": %d, \"repeats\": %d, \"gap\": %zu, "
-               "\"align\": %zu, \"max_total_bytes\": %zu, \"timer\": \"CLOCK_MONOTONIC\", "
-               "\"statistic\": \"median\"},\n",
-            o->warmup, o->repeats, o->gap, PIECE_ALIGN, o->max_total);
-    fprintf(f, "  \"cells\": [\n");
+    fprintf(f, "},\n  \"settings\": {\"mode\": \"%s\", \"warmup\": %d, \"repeats\": %d, "
+               "\"gap\": %zu, \"align\": %zu, \"max_total_bytes\": %zu, "
+               "\"timer\": \"CLOCK_MONOTONIC\", \"statistic\": \"median\", \"ways\": [",
+            o->targets ? "targets" : "grid", o->warmup, o->repeats, o->gap, PIECE_ALIGN,
+            o->max_total);
+    for (int way = 0; way < N_WAYS; way++)
+        fprintf(f, "%s\"%s\"", way ? ", " : "", way_keys[way]);
+    fprintf(f, "]},\n  \"cells\": [\n");
     for (size_t i = 0; i < count; i++) {
         json_cell(f, &cells[i]);
         fprintf(f, "%s\n", i + 1 < count ? "," : "");
     }
     fprintf(f, "  ],\n  \"summary\": {\n    \"cells\": %zu,\n    \"skipped\": %zu,\n"
-               "    \"mismatches\": %zu,\n    \"slower_than_per_copy\": %zu,\n",
-            s->cells, s->skipped, s->mismatches, s->slower);
+               "    \"mismatches\": %zu,\n    \"slower_than_per_copy\": %zu,\n"
+               "    \"auto_slower_than_best_single\": %zu,\n    \"auto_slower_cells\": [",
+            s->cells, s->skipped, s->mismatches, s->slower, s->auto_slower);
+    char name[96];
+    for (size_t i = 0, listed = 0; i < count; i++) {
+        if (!auto_slower_than_best(&cells[i]))
+            continue;
+        describe_cell(&cells[i], name, sizeof(name));
+        fprintf(f, "%s", listed++ ? ", " : "");
+        json_string(f, name);
+    }
+    fprintf(f, "],\n");
+    if (o->targets)
+        fprintf(f, "    \"targets_passed\": %zu,\n    \"targets\": %zu,\n", s->targets_passed,
+                s->cells);
     if (s->worst != NULL)
         fprintf(f, "    \"worst_ratio\": %.4f,\n", s->worst_ratio);
     else
@@ -669,11 +944,46 @@ static int write_json(const char *path, const options *o, const ex_gpu *gpu,
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static void describe_cell(const cell *c, char *buf, size_t size)
+/* For each cell: the better single strategy and how auto compares with it. */
+static void print_strategies(const cell *cells, size_t count)
 {
-    char bytes[32];
-    snprintf(buf, size, "%s %s %zu x %s", dir_name(c->dir), ex_host_kind_name(c->kind),
-             c->count, ex_size_name(c->size, bytes, sizeof(bytes)));
+    char name[96];
+    printf("\nauto against the best single strategy (slower: auto more than %.0f%% slower)\n",
+           (SLOWER_RATIO - 1) * 100);
+    printf("%-30s %-7s %10s %10s %9s\n", "cell", "best", "best us", "auto us", "auto/best");
+    for (size_t i = 0; i < count; i++) {
+        const cell *c = &cells[i];
+        bench_way best = best_single(c);
+        describe_cell(c, name, sizeof(name));
+        printf("%-30s %-7s %10.1f %10.1f %9.2f  %s\n", name, way_names[best], c->us[best],
+               c->us[WAY_AUTO], auto_over_best(c),
+               auto_slower_than_best(c) ? "SLOWER" : "within");
+    }
+}
+
+static void print_targets(const cell *cells, size_t count, const summary *s)
+{
+    char name[96];
+    printf("\ntargets\n");
+    for (size_t i = 0; i < count; i++) {
+        const cell *c = &cells[i];
+        if (c->target == NULL)
+            continue;
+        char value[48], goal[32], detail[64] = "";
+        describe_cell(c, name, sizeof(name));
+        if (c->target->metric == TARGET_AUTO_US) {
+            snprintf(value, sizeof(value), "auto %.1f us", target_value(c));
+            snprintf(goal, sizeof(goal), "<= %.0f us", c->target->limit);
+        } else {
+            snprintf(value, sizeof(value), "bulk/auto %.3f", target_value(c));
+            snprintf(goal, sizeof(goal), ">= %.2f", c->target->limit);
+            snprintf(detail, sizeof(detail), "  (bulk %.1f us, auto %.1f us)", c->us[WAY_BULK],
+                     c->us[WAY_AUTO]);
+        }
+        printf("  %-28s %-18s target %-11s %s%s\n", name, value, goal,
+               target_passed(c) ? "PASS" : "FAIL", detail);
+    }
+    printf("targets: %zu of %zu passed\n", s->targets_passed, s->cells);
 }
 
 static void print_summary(const cell *cells, size_t count, const summary *s)
@@ -681,13 +991,14 @@ static void print_summary(const cell *cells, size_t count, const summary *s)
     char name[96];
     if (s->slower > 0) {
         size_t listed = 0;
-        printf("slower than per-copy by more than %.0f%% (ompbatch/per-copy):",
+        printf("auto slower than per-copy by more than %.0f%% (auto/per-copy):",
                (SLOWER_RATIO - 1) * 100);
         for (size_t i = 0; i < count && listed < MAX_LISTED; i++) {
             const cell *c = &cells[i];
-            if (c->batch_us / c->per_copy_us > SLOWER_RATIO) {
+            double ratio = c->us[WAY_AUTO] / c->us[WAY_PER_COPY];
+            if (ratio > SLOWER_RATIO) {
                 describe_cell(c, name, sizeof(name));
-                printf("%s %s %.2f", listed ? ";" : "", name, c->batch_us / c->per_copy_us);
+                printf("%s %s %.2f", listed ? ";" : "", name, ratio);
                 listed++;
             }
         }
@@ -695,27 +1006,72 @@ static void print_summary(const cell *cells, size_t count, const summary *s)
             printf("; and %zu more", s->slower - listed);
         printf("\n");
     }
+    printf("auto more than %.0f%% slower than the best single strategy: %zu of %zu cell(s)%s\n",
+           (SLOWER_RATIO - 1) * 100, s->auto_slower, s->cells, s->auto_slower ? ":" : "");
+    for (size_t i = 0; i < count; i++) {
+        const cell *c = &cells[i];
+        if (!auto_slower_than_best(c))
+            continue;
+        bench_way best = best_single(c);
+        describe_cell(c, name, sizeof(name));
+        printf("  %s: auto %.1f us, %s %.1f us (%.2fx)\n", name, c->us[WAY_AUTO],
+               way_names[best], c->us[best], auto_over_best(c));
+    }
     if (s->mismatches > 0)
         printf("DATA MISMATCH in %zu cell(s): see the rows marked above\n", s->mismatches);
     if (s->worst != NULL)
         describe_cell(s->worst, name, sizeof(name));
-    printf("summary: %zu cells (%zu skipped); worst ompbatch/per-copy %.2f (%s); slower than "
+    printf("summary: %zu cells (%zu skipped); worst auto/per-copy %.2f (%s); slower than "
            "per-copy by >%.0f%%: %s (%zu); 1024 x 8 B pinned H2D ",
            s->cells, s->skipped, s->worst_ratio, s->worst ? name : "none",
            (SLOWER_RATIO - 1) * 100, s->slower ? "yes" : "no", s->slower);
     if (s->headline_h2d)
-        printf("%.2fx", s->headline_h2d->per_copy_us / s->headline_h2d->batch_us);
+        printf("%.2fx", s->headline_h2d->us[WAY_PER_COPY] / s->headline_h2d->us[WAY_AUTO]);
     else
         printf("not run");
     printf(", 1024 x 4 KiB pinned D2H ");
     if (s->headline_d2h)
-        printf("%.2fx", s->headline_d2h->per_copy_us / s->headline_d2h->batch_us);
+        printf("%.2fx", s->headline_d2h->us[WAY_PER_COPY] / s->headline_d2h->us[WAY_AUTO]);
     else
         printf("not run");
     printf("\n");
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
+
+/* Fills cells with the grid of the options (or the target cells); returns how many, and counts
+ * the cells over --max-total in *skipped. */
+static size_t plan_cells(const options *o, cell *cells, size_t *skipped)
+{
+    size_t n = 0;
+    *skipped = 0;
+    if (o->targets) {
+        for (size_t i = 0; i < N_TARGETS; i++) {
+            cells[n].dir = targets[i].dir;
+            cells[n].kind = targets[i].kind;
+            cells[n].count = targets[i].count;
+            cells[n].size = targets[i].size;
+            cells[n].target = &targets[i];
+            n++;
+        }
+        return n;
+    }
+    for (size_t d = 0; d < o->n_dirs; d++)
+        for (size_t k = 0; k < o->n_kinds; k++)
+            for (size_t c = 0; c < o->n_counts; c++)
+                for (size_t z = 0; z < o->n_sizes; z++) {
+                    if (o->sizes[z] > o->max_total / o->counts[c]) {
+                        (*skipped)++;
+                        continue;
+                    }
+                    cells[n].dir = o->dirs[d];
+                    cells[n].kind = o->kinds[k];
+                    cells[n].count = o->counts[c];
+                    cells[n].size = o->sizes[z];
+                    n++;
+                }
+    return n;
+}
 
 int main(int argc, char **argv)
 {
@@ -753,28 +1109,32 @@ int main(int argc, char **argv)
         ex_gpu_close(&gpu);
         return ex_report_failure(BENCH, "opening the GPU", status);
     }
-    size_t max_cells = o.n_dirs * o.n_kinds * o.n_counts * o.n_sizes;
+    size_t max_cells =
+        o.targets ? N_TARGETS : o.n_dirs * o.n_kinds * o.n_counts * o.n_sizes;
     cell *cells = calloc(max_cells ? max_cells : 1, sizeof(*cells));
     if (cells == NULL) {
         ex_gpu_close(&gpu);
         fprintf(stderr, BENCH ": out of memory\n");
         return 1;
     }
+    size_t skipped = 0;
+    size_t planned = plan_cells(&o, cells, &skipped);
     char max_total[32];
     printf("bench: %s (device %d), driver %d.%d, %s%s\n", gpu.name, gpu.ordinal,
            info.driver_version / 1000, info.driver_version % 1000 / 10,
            ex_form_name(info.batch_form), info.forced ? " (forced by OMPBATCH_BATCH_FORM)" : "");
-    printf("median of %d timed runs after %d warm-up(s) (fewer for cells over 64 MiB or slow "
-           "ones); pieces %zu B apart, aligned to %zu, nothing merges; cells over %s skipped\n",
-           o.repeats, o.warmup, o.gap, PIECE_ALIGN,
+    printf("%s; median us of %d timed rounds of all ways after %d warm-up(s) (fewer for cells "
+           "over 64 MiB or slow ones); pieces %zu B apart, aligned to %zu, nothing merges; "
+           "cells over %s skipped\n",
+           o.targets ? "target cells" : "grid", o.repeats, o.warmup, o.gap, PIECE_ALIGN,
            ex_size_name(o.max_total, max_total, sizeof(max_total)));
     print_header();
 
     double started = ex_now_us();
-    size_t ran = 0, skipped = 0;
+    size_t ran = 0;
     int rc = 0;
     /* A throwaway cell first: a process's first driver calls and a GPU coming out of idle make
-     * the first measured cells slower on both paths, which says nothing about either. */
+     * the first measured cells slower on every way, which says nothing about any. */
     cell warm;
     memset(&warm, 0, sizeof(warm));
     warm.dir = DIR_H2D;
@@ -786,43 +1146,36 @@ int main(int argc, char **argv)
         fprintf(stderr, BENCH ": warm-up cell: %s: %s\n", ompbatch_err_name(status), warm_error);
         rc = 1;
     }
-    for (size_t d = 0; d < o.n_dirs && rc == 0; d++)
-        for (size_t k = 0; k < o.n_kinds && rc == 0; k++)
-            for (size_t n = 0; n < o.n_counts && rc == 0; n++)
-                for (size_t z = 0; z < o.n_sizes && rc == 0; z++) {
-                    size_t count = o.counts[n], size = o.sizes[z];
-                    if (size > o.max_total / count) {
-                        skipped++;
-                        continue;
-                    }
-                    cell *c = &cells[ran];
-                    c->dir = o.dirs[d];
-                    c->kind = o.kinds[k];
-                    c->count = count;
-                    c->size = size;
-                    char error[512] = "";
-                    if ((status = run_cell(&o, &gpu, c, error, sizeof(error))) != OMPBATCH_OK) {
-                        char name[96];
-                        describe_cell(c, name, sizeof(name));
-                        fprintf(stderr, BENCH ": %s: %s: %s\n", name, ompbatch_err_name(status),
-                                error[0] ? error : ompbatch_strerror(status));
-                        rc = 1;
-                        break;
-                    }
-                    print_row(c);
-                    ran++;
-                }
+    for (size_t i = 0; i < planned && rc == 0; i++) {
+        cell *c = &cells[i];
+        char error[512] = "";
+        if ((status = run_cell(&o, &gpu, c, error, sizeof(error))) != OMPBATCH_OK) {
+            char name[96];
+            describe_cell(c, name, sizeof(name));
+            fprintf(stderr, BENCH ": %s: %s: %s\n", name, ompbatch_err_name(status),
+                    error[0] ? error : ompbatch_strerror(status));
+            rc = 1;
+            break;
+        }
+        print_row(c);
+        ran++;
+    }
 
     summary s;
     memset(&s, 0, sizeof(s));
     summarise(cells, ran, &s);
     s.skipped = skipped;
     printf("elapsed %.1f s\n", (ex_now_us() - started) * 1e-6);
+    print_strategies(cells, ran);
+    if (o.targets)
+        print_targets(cells, ran, &s);
     print_summary(cells, ran, &s);
     if (o.json != NULL && write_json(o.json, &o, &gpu, &info, cells, ran, &s) != 0)
         rc = 1;
     if (rc == 0 && s.mismatches > 0)
         rc = 1;
+    if (rc == 0 && o.targets && s.targets_passed < s.cells)
+        rc = EXIT_TARGET_MISSED;
     free(cells);
     ex_gpu_close(&gpu);
     return rc;

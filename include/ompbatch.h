@@ -150,6 +150,24 @@ OMPBATCH_API int ompbatch_target_memcpy_batch(void *const *dst, const void *cons
 
 typedef struct ompbatch_batch ompbatch_batch;
 
+/* How the small copies of a batch move (README.md, "Strategies").
+ *   DIRECT  every copy is an entry of cuMemcpyBatchAsync (or a cuMemcpyAsync where the
+ *           routing table measured that faster): the copy engine pays ~0.4-2.5 us a piece.
+ *   STAGED  small pieces go through the library's staging and its copy kernel: pinned host
+ *           pieces are read or written by the kernel in place; pageable ones are packed by the
+ *           CPU into pinned staging (or unpacked from it), moved by one bulk copy that is an
+ *           entry of the same cuMemcpyBatchAsync, and scattered (or gathered) on the device;
+ *           device-to-device pieces are copied by the kernel. Pieces too large to gain stay
+ *           direct.
+ *   AUTO    a cost model measured on the running GPU picks per group of copies (the default).
+ * OMPBATCH_STRATEGY=direct|staged|auto sets the default; a batch option overrides it. */
+typedef enum ompbatch_strategy {
+    OMPBATCH_STRATEGY_DEFAULT = 0, /* options only: OMPBATCH_STRATEGY, or AUTO */
+    OMPBATCH_STRATEGY_AUTO = 1,
+    OMPBATCH_STRATEGY_DIRECT = 2,
+    OMPBATCH_STRATEGY_STAGED = 3
+} ompbatch_strategy;
+
 typedef struct ompbatch_batch_options {
     size_t struct_size;    /* sizeof(ompbatch_batch_options); fields past it take defaults */
     size_t max_copies;     /* most copies in one driver batch call; 0 = default
@@ -157,6 +175,7 @@ typedef struct ompbatch_batch_options {
     int prefer_overlap;    /* 1: ask the driver to overlap copies with compute (nowait) */
     int synchronous;       /* 1: the caller waits right after submit; lets pageable sources be
                               read out of stream order (srcAccessOrder ANY) */
+    int strategy;          /* ompbatch_strategy; 0 = OMPBATCH_STRATEGY or AUTO */
 } ompbatch_batch_options;
 
 /* Creates a batch for OpenMP device device_num (a CUDA device) and stream. stream is the
@@ -185,6 +204,10 @@ OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr
 
 /* Plans the copies added so far and enqueues them on the batch's stream: one driver batch call
  * per sub-batch. Returns before device copies complete (host-backend copies are complete).
+ * Sources in pageable memory that the staged strategy packs are read before submit returns.
+ * Staged device-to-host copies into pageable memory land in their destinations during
+ * ompbatch_batch_wait (or reset or destroy), not when the stream reaches them: wait for the
+ * batch, not only for the stream, before reading such destinations.
  * On a driver failure no later sub-batch is started; stats.copies_done counts the planned
  * copies that were enqueued. After submit, only wait, stats, describe, reset, forget_memory and
  * destroy are allowed. */
@@ -212,7 +235,8 @@ typedef enum ompbatch_path {
     OMPBATCH_PATH_BATCH = 1,     /* cuMemcpyBatchAsync */
     OMPBATCH_PATH_PER_COPY = 2,  /* one cuMemcpyAsync per copy */
     OMPBATCH_PATH_HOST = 4,      /* memcpy on the host backend */
-    OMPBATCH_PATH_KERNEL = 8     /* the hook's device scatter kernel (hook statistics only) */
+    OMPBATCH_PATH_KERNEL = 8,    /* the library's copy kernel (staged strategy) */
+    OMPBATCH_PATH_STAGED = 16    /* CPU pack or unpack through pinned staging + one bulk copy */
 } ompbatch_path;
 
 typedef struct ompbatch_stats {
@@ -228,6 +252,11 @@ typedef struct ompbatch_stats {
     uint64_t copies_done;     /* planned copies enqueued successfully */
     unsigned paths;           /* OR of ompbatch_path values used */
     uint64_t batch_calls;     /* the cuMemcpyBatchAsync calls among driver_calls */
+    uint64_t staged_copies;   /* planned copies moved by the staged strategy */
+    uint64_t staged_bytes;    /* their bytes */
+    uint64_t kernel_launches; /* copy-kernel launches */
+    uint64_t staging_refused; /* staged copies sent direct because staging was not granted
+                                 (OMPBATCH_STAGING_MB reached or allocation failed) */
 } ompbatch_stats;
 
 /* Copies the batch's statistics into *stats (struct_size must be set). */

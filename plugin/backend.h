@@ -6,10 +6,31 @@
 #include <stddef.h>
 
 #include "driver.h"
+#include "kernels.h"
 #include "plan.h"
+#include "staging.h"
+
+/* A host-side copy of the staged strategy: a pack before submit returns, an unpack at the
+ * wait. */
+typedef struct ob_host_move {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} ob_host_move;
+
+/* Counters of the staged strategy, added up over a submit. */
+typedef struct ob_staged_counts {
+    size_t copies;
+    size_t bytes;
+    size_t kernel_launches;
+    size_t refused;      /* staged copies sent direct: no staging or no kernel */
+    unsigned paths;      /* OMPBATCH_PATH_KERNEL and OMPBATCH_PATH_STAGED */
+} ob_staged_counts;
 
 typedef struct ob_exec {
     const ob_driver *driver;   /* NULL for host-only batches */
+    int ordinal;               /* CUDA device of the batch (staging, kernel) */
+    size_t max_copies;         /* per batch call; the bulk copies join one only below it */
     CUstream stream;
     size_t done;               /* planned copies enqueued (or performed) successfully */
     size_t driver_calls;
@@ -20,6 +41,23 @@ typedef struct ob_exec {
     CUdeviceptr *srcs;
     size_t *sizes;
     size_t scratch_capacity;
+    CUmemcpyAttributes *attrs; /* the step's attributes plus the bulk copies' */
+    size_t *attr_idxs;
+    size_t attr_capacity;
+    /* The staged strategy. Bulk copies wait here for the level's batch call to take them. */
+    size_t extra_count;
+    CUdeviceptr extra_dsts[2];
+    CUdeviceptr extra_srcs[2];
+    size_t extra_sizes[2];
+    ob_staging *staging;       /* held until the wait */
+    ob_host_move *moves;       /* packs, then the unpacks pending until the wait */
+    size_t move_count;
+    size_t move_capacity;
+    CUfunction kernel;         /* the copy kernel of the device, loaded by prepare */
+    CUdeviceptr scatter_table; /* descriptors finish launches with */
+    size_t scatter_count;
+    size_t unpack_begin;       /* moves[unpack_begin, move_count) wait for the stream */
+    ob_staged_counts staged;
 } ob_exec;
 
 typedef struct ob_backend_ops {
@@ -31,6 +69,25 @@ typedef struct ob_backend_ops {
 extern const ob_backend_ops ob_backend_host;
 extern const ob_backend_ops ob_backend_cuda_batch;
 extern const ob_backend_ops ob_backend_cuda_per_copy;
+
+/* The staged step of a level runs in two halves around the level's other steps: prepare packs,
+ * writes descriptors and launches the in-place and gather kernel, leaving the bulk copies in
+ * exec->extra_*; the first batch call of the level takes them (or flush_extras sends them);
+ * finish launches the scatter kernel. */
+int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step);
+int ob_staged_finish(ob_exec *exec);
+
+/* Sends bulk copies no batch call took. */
+int ob_exec_flush_extras(ob_exec *exec);
+
+/* Moves the unpacks pending after the stream is idle, and gives the staging back. */
+void ob_staged_complete(ob_exec *exec);
+
+/* Forgets which devices' copy kernels were loaded (tests that inject load failures). */
+void ob_staged_forget_kernels_for_testing(void);
+
+/* Runs host moves, split across the pack threads when large. */
+void ob_host_moves_run(const ob_host_move *moves, size_t count);
 
 /* Runs every step of a plan in order. The caller has made the device's context current when
  * exec->driver is set. */

@@ -1,5 +1,6 @@
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "backend.h"
@@ -21,6 +22,56 @@ static int reserve_scratch(ob_exec *exec, size_t needed)
     if (dsts == NULL || srcs == NULL || sizes == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a batch of %zu copies", needed);
     exec->scratch_capacity = needed;
+    return OMPBATCH_OK;
+}
+
+static int reserve_attrs(ob_exec *exec, size_t needed)
+{
+    if (needed <= exec->attr_capacity)
+        return OMPBATCH_OK;
+    CUmemcpyAttributes *attrs = ob_realloc(exec->attrs, needed * sizeof(*attrs));
+    if (attrs != NULL)
+        exec->attrs = attrs;
+    size_t *idxs = ob_realloc(exec->attr_idxs, needed * sizeof(*idxs));
+    if (idxs != NULL)
+        exec->attr_idxs = idxs;
+    if (attrs == NULL || idxs == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu attribute entries", needed);
+    exec->attr_capacity = needed;
+    return OMPBATCH_OK;
+}
+
+/* Appends the staged strategy's bulk copies, waiting in exec, to this call's n entries: the
+ * copy engine's part of a submit stays one cuMemcpyBatchAsync. */
+static int take_extras(ob_exec *exec, const ob_plan *plan, const ob_step *step, size_t *n,
+                       CUmemcpyAttributes **attrs, size_t **idxs, size_t *attr_count)
+{
+    size_t extra = exec->extra_count;
+    if (extra == 0 || (exec->max_copies > 0 && *n + extra > exec->max_copies))
+        return OMPBATCH_OK;
+    int status = reserve_scratch(exec, *n + extra);
+    if (status == OMPBATCH_OK)
+        status = reserve_attrs(exec, step->attr_count + 1);
+    if (status != OMPBATCH_OK)
+        return status;
+    memcpy(exec->attrs, &plan->attrs[step->attr_begin], step->attr_count * sizeof(*exec->attrs));
+    memcpy(exec->attr_idxs, &plan->attr_idxs[step->attr_begin],
+           step->attr_count * sizeof(*exec->attr_idxs));
+    /* Staging is written by the CPU before the call or by the kernel before it on the
+     * stream: read in stream order. */
+    memset(&exec->attrs[step->attr_count], 0, sizeof(*exec->attrs));
+    exec->attrs[step->attr_count].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    exec->attr_idxs[step->attr_count] = *n;
+    for (size_t e = 0; e < extra; e++) {
+        exec->dsts[*n + e] = exec->extra_dsts[e];
+        exec->srcs[*n + e] = exec->extra_srcs[e];
+        exec->sizes[*n + e] = exec->extra_sizes[e];
+    }
+    *n += extra;
+    *attrs = exec->attrs;
+    *idxs = exec->attr_idxs;
+    *attr_count = step->attr_count + 1;
+    exec->extra_count = 0;
     return OMPBATCH_OK;
 }
 
@@ -53,15 +104,19 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     }
     CUmemcpyAttributes *attrs = &plan->attrs[step->attr_begin];
     size_t *idxs = &plan->attr_idxs[step->attr_begin];
+    size_t attr_count = step->attr_count, entries = n;
+    if ((status = take_extras(exec, plan, step, &entries, &attrs, &idxs, &attr_count)) !=
+        OMPBATCH_OK)
+        return status;
     size_t fail = SIZE_MAX;
     exec->driver_calls++;
     exec->batch_calls++;
     if (driver->form == OMPBATCH_FORM_V12080)
-        status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->dsts, exec->srcs, exec->sizes, n,
-                       attrs, idxs, step->attr_count, &fail, exec->stream);
+        status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->dsts, exec->srcs, exec->sizes,
+                       entries, attrs, idxs, attr_count, &fail, exec->stream);
     else
-        status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->dsts, exec->srcs, exec->sizes, n,
-                       attrs, idxs, step->attr_count, exec->stream);
+        status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->dsts, exec->srcs, exec->sizes,
+                       entries, attrs, idxs, attr_count, exec->stream);
     if (status != OMPBATCH_OK)
         return describe_failure(status, plan, step, fail);
     exec->stream_busy = 1;

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "batch.h"
 #include "config.h"
+#include "cost.h"
 #include "device.h"
 #include "error.h"
 #include "log.h"
@@ -63,6 +64,10 @@ static int read_options(const ompbatch_batch_options *given, ompbatch_batch_opti
     if (out->synchronous != 0 && out->synchronous != 1)
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->synchronous is %d; use 0 or 1",
                        out->synchronous);
+    if (out->strategy < OMPBATCH_STRATEGY_DEFAULT || out->strategy > OMPBATCH_STRATEGY_STAGED)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "options->strategy is %d; use an ompbatch_strategy value (0 to 3)",
+                       out->strategy);
     return OMPBATCH_OK;
 }
 
@@ -116,6 +121,8 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     batch->options = opts;
     batch->exec.stream = chosen;
     batch->exec.driver = is_cuda(batch) ? ob_driver_get() : NULL;
+    batch->exec.ordinal = device.ordinal;
+    batch->exec.max_copies = opts.max_copies ? opts.max_copies : ob_config_get()->max_copies;
     batch->stats.struct_size = sizeof(batch->stats);
     *out = batch;
     return OMPBATCH_OK;
@@ -272,6 +279,25 @@ static int build_plan(ompbatch_batch *batch)
     params.disabled = config->disable;
     params.max_copies = batch->options.max_copies ? batch->options.max_copies
                                                   : config->max_copies;
+    switch (batch->options.strategy) {
+    case OMPBATCH_STRATEGY_AUTO:
+        params.strategy = OB_STRATEGY_AUTO;
+        break;
+    case OMPBATCH_STRATEGY_DIRECT:
+        params.strategy = OB_STRATEGY_DIRECT;
+        break;
+    case OMPBATCH_STRATEGY_STAGED:
+        params.strategy = OB_STRATEGY_STAGED;
+        break;
+    default:
+        params.strategy = config->strategy;
+        break;
+    }
+    /* The model is built (calibrated) on the first plan that could use it: two or more
+     * device copies, automatic strategy. */
+    if (params.driver != NULL && params.strategy == OB_STRATEGY_AUTO && !params.disabled &&
+        batch->count > 1)
+        params.cost = ob_cost_model_for(batch->device.ordinal);
     return ob_plan_build(&batch->plan, batch->copies, batch->count, &params);
 }
 
@@ -302,7 +328,11 @@ static void update_stats(ompbatch_batch *batch)
     stats->batch_calls = batch->exec.batch_calls;
     stats->bytes = plan->bytes;
     stats->copies_done = batch->exec.done;
-    stats->paths = 0;
+    stats->staged_copies = batch->exec.staged.copies;
+    stats->staged_bytes = batch->exec.staged.bytes;
+    stats->kernel_launches = batch->exec.staged.kernel_launches;
+    stats->staging_refused = batch->exec.staged.refused;
+    stats->paths = batch->exec.staged.paths;
     for (size_t s = 0; s < plan->step_count; s++) {
         switch (plan->steps[s].route) {
         case OB_ROUTE_HOST:
@@ -314,6 +344,7 @@ static void update_stats(ompbatch_batch *batch)
         case OB_ROUTE_PER_COPY:
             stats->paths |= OMPBATCH_PATH_PER_COPY;
             break;
+        case OB_ROUTE_STAGED: /* the paths it took are in exec->staged */
         case OB_ROUTE_COUNT:
             break;
         }
@@ -367,6 +398,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     batch->exec.done = 0;
     batch->exec.driver_calls = 0;
     batch->exec.batch_calls = 0;
+    memset(&batch->exec.staged, 0, sizeof(batch->exec.staged));
     ob_plan_clear(&batch->plan);
     memset(&batch->stats, 0, sizeof(batch->stats));
     batch->stats.struct_size = sizeof(batch->stats);

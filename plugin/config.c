@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 #include "config.h"
 
 #include <errno.h>
@@ -5,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define OB_DEFAULT_MAX_COPIES 4096
 #define OB_DEFAULT_CUDA_LIBRARY "libcuda.so.1"
@@ -55,6 +57,57 @@ static ob_form_choice read_form(void)
     return OB_FORM_AUTO;
 }
 
+static ob_strategy_choice read_strategy(void)
+{
+    const char *value = getenv("OMPBATCH_STRATEGY");
+    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
+        return OB_STRATEGY_AUTO;
+    if (strcmp(value, "direct") == 0)
+        return OB_STRATEGY_DIRECT;
+    if (strcmp(value, "staged") == 0)
+        return OB_STRATEGY_STAGED;
+    warn_bad_value("OMPBATCH_STRATEGY", value, "auto, direct or staged");
+    return OB_STRATEGY_AUTO;
+}
+
+static ob_calibrate_choice read_calibrate(void)
+{
+    const char *value = getenv("OMPBATCH_CALIBRATE");
+    if (value == NULL || value[0] == '\0' || strcmp(value, "1") == 0)
+        return OB_CALIBRATE_ON;
+    if (strcmp(value, "0") == 0)
+        return OB_CALIBRATE_OFF;
+    if (strcmp(value, "force") == 0)
+        return OB_CALIBRATE_FORCE;
+    warn_bad_value("OMPBATCH_CALIBRATE", value, "0, 1 or force");
+    return OB_CALIBRATE_ON;
+}
+
+/* $XDG_CACHE_HOME/ompbatch, else $HOME/.cache/ompbatch; "off" or no home: no cache. */
+static void read_cost_cache(char *out, size_t size)
+{
+    const char *value = getenv("OMPBATCH_COST_CACHE");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    out[0] = '\0';
+    if (value != NULL && value[0] != '\0') {
+        if (strcmp(value, "off") != 0)
+            snprintf(out, size, "%s", value);
+    } else if (xdg != NULL && xdg[0] == '/') {
+        snprintf(out, size, "%s/ompbatch", xdg);
+    } else if (home != NULL && home[0] == '/') {
+        snprintf(out, size, "%s/.cache/ompbatch", home);
+    }
+}
+
+/* Half the processors, at most 8: packing is bound by memory bandwidth, which a few threads
+ * saturate, and an OpenMP program's own threads need the rest. */
+static long default_pack_threads(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long threads = cpus > 1 ? cpus / 2 : 1;
+    return threads > 8 ? 8 : threads;
+}
+
 static void read_environment(void)
 {
     current.disable = (int)read_long("OMPBATCH_DISABLE", 0, 0, 1);
@@ -64,7 +117,13 @@ static void read_environment(void)
                                            1L << 24);
     current.wait_poll_us = read_long("OMPBATCH_WAIT_POLL_US", OB_DEFAULT_WAIT_POLL_US, 0, 1000000);
     current.staging_bytes = (size_t)read_long("OMPBATCH_STAGING_MB", 256, 0, 1L << 20) << 20;
-    current.scatter = (int)read_long("OMPBATCH_SCATTER", 1, 0, 1);
+    current.strategy = read_strategy();
+    current.pack_threads = (size_t)read_long("OMPBATCH_PACK_THREADS", default_pack_threads(), 1,
+                                             64);
+    current.calibrate = read_calibrate();
+    read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
+    const char *cost = getenv("OMPBATCH_COST");
+    snprintf(current.cost, sizeof(current.cost), "%s", cost != NULL ? cost : "");
     current.form = read_form();
     const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
     if (library == NULL || library[0] == '\0')

@@ -12,14 +12,30 @@ typedef enum ob_form_choice {
     OB_FORM_FORCE_PER_COPY
 } ob_form_choice;
 
+typedef enum ob_strategy_choice {
+    OB_STRATEGY_AUTO = 0,
+    OB_STRATEGY_DIRECT,
+    OB_STRATEGY_STAGED
+} ob_strategy_choice;
+
+typedef enum ob_calibrate_choice {
+    OB_CALIBRATE_OFF = 0,   /* the built-in model (H200 measurements) */
+    OB_CALIBRATE_ON,        /* measure once per device model and driver, cache the result */
+    OB_CALIBRATE_FORCE      /* measure again, replacing the cache */
+} ob_calibrate_choice;
+
 typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
     int stats;               /* OMPBATCH_STATS: print the hook's statistics at exit */
     size_t max_copies;       /* OMPBATCH_MAX_COPIES: copies per driver batch call */
     long wait_poll_us;       /* OMPBATCH_WAIT_POLL_US: how long a wait polls before blocking */
-    size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging of all threads together */
-    int scatter;             /* OMPBATCH_SCATTER: the hook's device scatter kernel */
+    size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging, and device staging, each */
+    ob_strategy_choice strategy; /* OMPBATCH_STRATEGY */
+    size_t pack_threads;     /* OMPBATCH_PACK_THREADS: threads that pack and unpack */
+    ob_calibrate_choice calibrate; /* OMPBATCH_CALIBRATE */
+    char cost_cache[512];    /* OMPBATCH_COST_CACHE: the calibration cache directory, or "" */
+    char cost[512];          /* OMPBATCH_COST: "name=value,..." overrides of the cost model */
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */
 } ob_config;

@@ -21,6 +21,8 @@ typedef struct ob_mem_info {
     int ordinal;          /* CUDA device of device memory; -1 for other kinds */
     uintptr_t range_start; /* the allocation holding the pointer, when range_size > 0 */
     size_t range_size;    /* 0 when the extent is unknown (pageable memory) */
+    int mapped;           /* pinned memory the GPU can reach: at address + device_offset */
+    intptr_t device_offset;
 } ob_mem_info;
 
 /* Where a side of a copy lives, as the caller named it. */
@@ -31,6 +33,7 @@ typedef enum ob_route {
     OB_ROUTE_HOST = 0,     /* memcpy on the calling thread */
     OB_ROUTE_BATCH,        /* one cuMemcpyBatchAsync per chunk */
     OB_ROUTE_PER_COPY,     /* one cuMemcpyAsync per copy */
+    OB_ROUTE_STAGED,       /* the copy kernel, with staging for pageable memory */
     OB_ROUTE_COUNT
 } ob_route;
 
@@ -47,6 +50,14 @@ typedef enum ob_category {
     OB_CAT_COUNT
 } ob_category;
 
+/* How a staged copy moves (OB_ROUTE_STAGED). */
+typedef enum ob_stage_how {
+    OB_STAGE_IN_PLACE = 0, /* the kernel copies between the two addresses (device or mapped
+                              pinned memory) */
+    OB_STAGE_PACK,         /* H2D: CPU pack into pinned staging, bulk copy, kernel scatter */
+    OB_STAGE_GATHER        /* D2H: kernel gather, bulk copy, CPU unpack at the wait */
+} ob_stage_how;
+
 typedef struct ob_copy {
     uintptr_t dst;
     uintptr_t src;
@@ -62,6 +73,7 @@ typedef struct ob_copy {
     unsigned level;      /* dependency level: level k runs after every copy of level k-1 */
     ob_category category;
     ob_route route;
+    ob_stage_how stage_how; /* OB_ROUTE_STAGED only */
     CUmemcpyAttributes attr;
 } ob_copy;
 

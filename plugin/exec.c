@@ -8,6 +8,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "route.h"
 
 static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {
     [OB_ROUTE_HOST] = &ob_backend_host,
@@ -15,20 +16,44 @@ static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {
     [OB_ROUTE_PER_COPY] = &ob_backend_cuda_per_copy,
 };
 
+static int run_step(ob_exec *exec, const ob_plan *plan, size_t s)
+{
+    const ob_step *step = &plan->steps[s];
+    if (step->route != OB_ROUTE_HOST && exec->driver == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_DRIVER, "copy %zu needs the CUDA driver",
+                       plan->copies[step->begin].index);
+    ob_log(3, "step %zu: level %u, %s, %zu copies", s, step->level, ob_route_name(step->route),
+           step->end - step->begin);
+    if (step->route == OB_ROUTE_STAGED)
+        return ob_staged_prepare(exec, plan, step);
+    return backends[step->route]->run(exec, plan, step);
+}
+
+/* Steps of one level are independent. Device steps of a new level are ordered after the
+ * previous level by the stream; host steps wait for the stream themselves. A level's staged
+ * step (sorted last) is prepared first, so that its bulk copies join the level's batch call,
+ * and finished last. */
 int ob_exec_run(ob_exec *exec, const ob_plan *plan)
 {
-    for (size_t s = 0; s < plan->step_count; s++) {
-        const ob_step *step = &plan->steps[s];
-        if (step->route != OB_ROUTE_HOST && exec->driver == NULL)
-            return ob_fail(OMPBATCH_ERR_NO_DRIVER, "copy %zu needs the CUDA driver",
-                           plan->copies[step->begin].index);
-        /* Steps of one level are independent. Device steps of a new level are ordered after
-         * the previous level by the stream; host steps wait for the stream themselves. */
-        ob_log(3, "step %zu: level %u, %s, %zu copies", s, step->level, backends[step->route]->name,
-               step->end - step->begin);
-        int status = backends[step->route]->run(exec, plan, step);
+    size_t begin = 0;
+    while (begin < plan->step_count) {
+        size_t end = begin;
+        while (end < plan->step_count && plan->steps[end].level == plan->steps[begin].level)
+            end++;
+        int staged = plan->steps[end - 1].route == OB_ROUTE_STAGED;
+        int status = staged ? run_step(exec, plan, end - 1) : OMPBATCH_OK;
+        for (size_t s = begin; s < end - (size_t)staged && status == OMPBATCH_OK; s++)
+            status = run_step(exec, plan, s);
+        if (status == OMPBATCH_OK && staged)
+            status = ob_staged_finish(exec);
+        exec->extra_count = 0;
         if (status != OMPBATCH_OK)
             return status;
+        /* A later level may read what this level's unpacks write. */
+        if (end < plan->step_count && exec->move_count > exec->unpack_begin &&
+            (status = ob_exec_wait(exec)) != OMPBATCH_OK)
+            return status;
+        begin = end;
     }
     return OMPBATCH_OK;
 }
@@ -68,19 +93,28 @@ int ob_stream_wait(const ob_driver *driver, CUstream stream)
 
 int ob_exec_wait(ob_exec *exec)
 {
-    if (!exec->stream_busy)
-        return OMPBATCH_OK;
-    int status = ob_stream_wait(exec->driver, exec->stream);
+    int status = OMPBATCH_OK;
+    if (exec->stream_busy)
+        status = ob_stream_wait(exec->driver, exec->stream);
     /* A failed synchronisation leaves the stream in an unknown state; asking again would
      * report the same error, so the batch stops treating it as busy either way. */
     exec->stream_busy = 0;
+    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
+    if (status != OMPBATCH_OK)
+        exec->move_count = exec->unpack_begin;
+    if (exec->staging != NULL || exec->move_count > 0)
+        ob_staged_complete(exec);
     return status;
 }
 
 void ob_exec_free(ob_exec *exec)
 {
+    ob_staging_release(exec->staging);
     free(exec->dsts);
     free(exec->srcs);
     free(exec->sizes);
+    free(exec->moves);
+    free(exec->attrs);
+    free(exec->attr_idxs);
     memset(exec, 0, sizeof(*exec));
 }

@@ -4,16 +4,17 @@
 
 #include <stdint.h>
 
-/* PTX of plugin/kernels/scatter.cu (NUL-terminated), generated at build time. */
-extern const char ob_scatter_ptx[];
+/* PTX of plugin/kernels/copy_pieces.cu (NUL-terminated), generated at build time. */
+extern const char ob_copy_pieces_ptx[];
 
-/* One piece of a scatter: keep in step with struct ob_scatter_piece in scatter.cu. */
-typedef struct ob_scatter_piece {
-    uint64_t dst;    /* device address */
-    uint64_t offset; /* of the piece's bytes in the packed buffer (a multiple of 64) */
+/* One piece of the copy kernel: keep in step with struct ob_piece in copy_pieces.cu. Both
+ * addresses are ones the GPU can reach (device memory or mapped pinned host memory). */
+typedef struct ob_piece {
+    uint64_t dst;
+    uint64_t src;
     uint64_t bytes;
-} ob_scatter_piece;
+} ob_piece;
 
-#define OB_SCATTER_KERNEL "ob_scatter"
+#define OB_COPY_PIECES_KERNEL "ob_copy_pieces"
 
 #endif

@@ -56,7 +56,7 @@ int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src, const
     int status = batch_device(dst_device_num, src_device_num, &device_num);
     if (status != OMPBATCH_OK)
         return status;
-    ompbatch_batch_options options = {sizeof(options), 0, 0, 1};
+    ompbatch_batch_options options = {.struct_size = sizeof(options), .synchronous = 1};
     ompbatch_batch *batch;
     if ((status = ompbatch_batch_create(&batch, device_num, NULL, &options)) != OMPBATCH_OK)
         return status;

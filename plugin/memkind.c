@@ -63,12 +63,13 @@ static int query_driver(const ob_driver *driver, uintptr_t ptr, ob_mem_range *ra
     int ordinal = -1;
     CUdeviceptr start = 0;
     size_t size = 0;
+    CUdeviceptr mapped_at = 0;
     CUpointer_attribute attributes[] = {
         CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
         CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-        CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void *values[] = {&memory_type, &is_managed, &ordinal, &start, &size};
-    int status = OB_CU(driver, cuPointerGetAttributes, 5, attributes, values, (CUdeviceptr)ptr);
+        CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    void *values[] = {&memory_type, &is_managed, &ordinal, &start, &size, &mapped_at};
+    int status = OB_CU(driver, cuPointerGetAttributes, 6, attributes, values, (CUdeviceptr)ptr);
     if (status != OMPBATCH_OK)
         return status;
 
@@ -84,6 +85,12 @@ static int query_driver(const ob_driver *driver, uintptr_t ptr, ob_mem_range *ra
         info->kind = OB_MEM_PAGEABLE;
     if (info->kind == OB_MEM_DEVICE)
         info->ordinal = ordinal;
+    /* The copy kernel reads and writes pinned memory in place where the GPU maps it (at the
+     * same address under unified addressing; registered memory may differ). */
+    if (info->kind == OB_MEM_PINNED && mapped_at != 0) {
+        info->mapped = 1;
+        info->device_offset = (intptr_t)(mapped_at - (CUdeviceptr)ptr);
+    }
 
     if (info->kind != OB_MEM_PAGEABLE && size > 0 && (uintptr_t)start <= ptr &&
         ptr - (uintptr_t)start < size) {

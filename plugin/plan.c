@@ -322,6 +322,116 @@ static void route_groups(ob_copy *copies, size_t count, const ob_plan_params *pa
     }
 }
 
+/* ---- strategies ---------------------------------------------------------------------------- */
+
+static ob_stage_how stage_how(const ob_copy *copy)
+{
+    switch (copy->category) {
+    case OB_CAT_H2D_PINNED:
+        /* The runtime's temporaries must be read during the call: those are packed. */
+        return copy->src_mem.mapped &&
+                       !(copy->map_type & (OMPBATCH_MAP_LITERAL | OMPBATCH_MAP_PRIVATE))
+                   ? OB_STAGE_IN_PLACE
+                   : OB_STAGE_PACK;
+    case OB_CAT_H2D_PAGEABLE:
+        return OB_STAGE_PACK;
+    case OB_CAT_D2H_PINNED:
+        return copy->dst_mem.mapped ? OB_STAGE_IN_PLACE : OB_STAGE_GATHER;
+    case OB_CAT_D2H_PAGEABLE:
+        return OB_STAGE_GATHER;
+    default:
+        return OB_STAGE_IN_PLACE; /* D2D */
+    }
+}
+
+static int add_decision(ob_plan *plan, const ob_decision *decision)
+{
+    int status = reserve((void **)&plan->decisions, &plan->decision_capacity,
+                         plan->decision_count + 1, sizeof(*plan->decisions));
+    if (status == OMPBATCH_OK)
+        plan->decisions[plan->decision_count++] = *decision;
+    return status;
+}
+
+/* Decides which copies of one group [begin, end) go staged. *level_bytes counts the staging
+ * the level's pack and gather pieces take so far. */
+static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_params *params,
+                        size_t *level_bytes)
+{
+    ob_copy *copies = plan->copies;
+    ob_lane lane = ob_cost_lane(copies[begin].category);
+    if (lane == OB_LANE_NONE)
+        return OMPBATCH_OK;
+    ob_route direct_route = copies[begin].route; /* route_groups gave the group one route */
+    ob_decision decision = {.level = copies[begin].level, .category = copies[begin].category,
+                            .copies = end - begin,
+                            .forced = params->strategy == OB_STRATEGY_STAGED};
+    const ob_cost_curve *direct = params->cost ? &params->cost->curve[lane][OB_WAY_DIRECT] : NULL;
+    const ob_cost_curve *staged = params->cost ? &params->cost->curve[lane][OB_WAY_STAGED] : NULL;
+    /* Candidates: pieces the model says are cheaper staged (every piece when forced), while
+     * the level's staging lasts. */
+    size_t budget = OB_STAGED_LEVEL_BYTES - *level_bytes, used = 0;
+    for (size_t i = begin; i < end; i++) {
+        ob_copy *c = &copies[i];
+        c->stage_how = stage_how(c);
+        int candidate = decision.forced;
+        double d = 0.0, s = 0.0;
+        if (direct != NULL) {
+            d = ob_cost_piece(direct, c->bytes);
+            s = ob_cost_piece(staged, c->bytes);
+            candidate = candidate || s < d;
+        }
+        size_t need = c->stage_how == OB_STAGE_IN_PLACE ? 0 : c->bytes + 64;
+        if (!candidate || need > budget - used)
+            continue;
+        used += need;
+        c->route = OB_ROUTE_STAGED;
+        decision.staged++;
+        decision.direct_us += d;
+        decision.staged_us += s;
+    }
+    if (direct != NULL && decision.staged > 0) {
+        decision.staged_us += staged->fixed_us;
+        /* Moving the whole group saves the direct part's own submit. */
+        if (decision.staged == decision.copies)
+            decision.direct_us += direct->fixed_us;
+    }
+    int go = decision.staged > 0 && (decision.forced || decision.staged_us < decision.direct_us);
+    if (!go) {
+        for (size_t i = begin; i < end; i++)
+            if (copies[i].route == OB_ROUTE_STAGED)
+                copies[i].route = direct_route;
+        decision.staged = 0;
+    } else {
+        *level_bytes += used;
+    }
+    return add_decision(plan, &decision);
+}
+
+/* Runs after route_groups, on copies sorted by level and category. */
+static int choose_strategies(ob_plan *plan, const ob_plan_params *params)
+{
+    if (params->driver == NULL || params->disabled || params->strategy == OB_STRATEGY_DIRECT ||
+        params->form == OMPBATCH_FORM_NONE)
+        return OMPBATCH_OK;
+    if (params->cost != NULL)
+        plan->cost_source = params->cost->source;
+    size_t begin = 0, level_bytes = 0;
+    while (begin < plan->count) {
+        size_t end = begin;
+        while (end < plan->count && plan->copies[end].level == plan->copies[begin].level &&
+               plan->copies[end].category == plan->copies[begin].category)
+            end++;
+        if (begin > 0 && plan->copies[begin].level != plan->copies[begin - 1].level)
+            level_bytes = 0;
+        int status = choose_group(plan, begin, end, params, &level_bytes);
+        if (status != OMPBATCH_OK)
+            return status;
+        begin = end;
+    }
+    return OMPBATCH_OK;
+}
+
 static int add_step(ob_plan *plan, ob_route route, unsigned level, size_t begin, size_t end)
 {
     int status = reserve((void **)&plan->steps, &plan->step_capacity, plan->step_count + 1,
@@ -363,6 +473,7 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
         while (end < plan->count && plan->copies[end].level == first->level &&
                plan->copies[end].route == first->route)
             end++;
+        /* Staged copies of a level go as one step: one staging region, two launches. */
         size_t chunk = first->route == OB_ROUTE_BATCH ? params->max_copies : end - begin;
         for (size_t at = begin; at < end; at += chunk) {
             size_t stop = end - at > chunk ? at + chunk : end;
@@ -438,6 +549,8 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
         plan->count = merged;
     }
     route_groups(plan->copies, plan->count, params);
+    if ((status = choose_strategies(plan, params)) != OMPBATCH_OK)
+        goto fail;
     sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
     for (size_t i = 0; i < plan->count; i++)
         plan->bytes += plan->copies[i].bytes;
@@ -460,6 +573,8 @@ void ob_plan_clear(ob_plan *plan)
     plan->merged_away = 0;
     plan->levels = 0;
     plan->bytes = 0;
+    plan->decision_count = 0;
+    plan->cost_source = NULL;
 }
 
 void ob_plan_free(ob_plan *plan)
@@ -468,6 +583,7 @@ void ob_plan_free(ob_plan *plan)
     free(plan->steps);
     free(plan->attrs);
     free(plan->attr_idxs);
+    free(plan->decisions);
     free(plan->scratch.intervals);
     memset(plan, 0, sizeof(*plan));
 }
@@ -514,6 +630,17 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
             "%zu planned (%zu bytes) in %u level(s), %zu step(s)\n",
         plan->added, plan->zero_copies, plan->merged_away, plan->count, plan->bytes,
         plan->levels, plan->step_count);
+    for (size_t d = 0; d < plan->decision_count; d++) {
+        const ob_decision *dec = &plan->decisions[d];
+        put(&t, "strategy: level %u, %s, %zu cop%s: %zu staged", dec->level,
+            ob_category_name(dec->category), dec->copies, dec->copies == 1 ? "y" : "ies",
+            dec->staged);
+        if (dec->forced)
+            put(&t, " (forced)\n");
+        else
+            put(&t, " (predicted for the candidates: direct %.1f us, staged %.1f us; model %s)\n",
+                dec->direct_us, dec->staged_us, plan->cost_source ? plan->cost_source : "none");
+    }
     for (size_t s = 0; s < plan->step_count; s++) {
         const ob_step *step = &plan->steps[s];
         size_t n = step->end - step->begin;
@@ -535,9 +662,12 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
             put(&t, "  copy %zu (added #%zu", i - step->begin, c->index);
             if (c->merged > 1)
                 put(&t, ", %zu merged", c->merged);
-            put(&t, "): %s, %zu bytes, %#" PRIxPTR " (%s) -> %#" PRIxPTR " (%s)\n",
+            put(&t, "): %s, %zu bytes, %#" PRIxPTR " (%s) -> %#" PRIxPTR " (%s)",
                 ob_category_name(c->category), c->bytes, c->src, ob_mem_kind_name(c->src_mem.kind),
                 c->dst, ob_mem_kind_name(c->dst_mem.kind));
+            if (c->route == OB_ROUTE_STAGED)
+                put(&t, ", %s", ob_stage_how_name(c->stage_how));
+            put(&t, "\n");
         }
     }
     return t.length;

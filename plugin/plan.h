@@ -7,7 +7,9 @@
 #include <stddef.h>
 
 #include "attrs.h"
+#include "config.h"
 #include "copy.h"
+#include "cost.h"
 #include "memkind.h"
 
 typedef struct ob_step {
@@ -26,6 +28,18 @@ typedef struct ob_interval {
     size_t copy;
     int is_dst;
 } ob_interval;
+
+/* What the planner decided for one group of copies (a level and category) that the staged
+ * strategy could take: kept for ompbatch_batch_describe. */
+typedef struct ob_decision {
+    unsigned level;
+    ob_category category;
+    size_t copies;            /* in the group */
+    size_t staged;            /* of them, staged */
+    double direct_us;         /* predicted for the staged candidates, moved directly */
+    double staged_us;         /* predicted for them, staged */
+    int forced;               /* OMPBATCH_STRATEGY or the batch option decided, not the model */
+} ob_decision;
 
 /* Buffers the planner reuses from one plan to the next. */
 typedef struct ob_plan_scratch {
@@ -50,8 +64,15 @@ typedef struct ob_plan {
     size_t merged_away;  /* copies folded into a neighbour */
     unsigned levels;
     size_t bytes;
+    ob_decision *decisions;
+    size_t decision_count;
+    size_t decision_capacity;
+    const char *cost_source;  /* the model's source, when one was asked */
     ob_plan_scratch scratch;
 } ob_plan;
+
+/* Staged pieces that need staging memory (pack and gather), per level and submit. */
+#define OB_STAGED_LEVEL_BYTES ((size_t)64 << 20)
 
 typedef struct ob_plan_params {
     const ob_driver *driver;   /* NULL: host backend only, nothing classified */
@@ -60,6 +81,8 @@ typedef struct ob_plan_params {
     ompbatch_batch_form form;
     int disabled;              /* OMPBATCH_DISABLE: per-copy, no merging */
     size_t max_copies;         /* per driver batch call, >= 1 */
+    ob_strategy_choice strategy;
+    const ob_cost_model *cost; /* required for OB_STRATEGY_AUTO with a driver */
 } ob_plan_params;
 
 /* Builds the plan for `count` added copies (the array is not modified). On failure the

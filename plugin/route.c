@@ -95,6 +95,20 @@ const char *ob_route_name(ob_route route)
         [OB_ROUTE_HOST] = "host memcpy",
         [OB_ROUTE_BATCH] = "cuMemcpyBatchAsync",
         [OB_ROUTE_PER_COPY] = "per-copy cuMemcpyAsync",
+        [OB_ROUTE_STAGED] = "staged (copy kernel)",
     };
     return (unsigned)route < OB_ROUTE_COUNT ? names[route] : "unknown";
+}
+
+const char *ob_stage_how_name(ob_stage_how how)
+{
+    switch (how) {
+    case OB_STAGE_IN_PLACE:
+        return "kernel in place";
+    case OB_STAGE_PACK:
+        return "pack + bulk copy + scatter";
+    case OB_STAGE_GATHER:
+        return "gather + bulk copy + unpack";
+    }
+    return "unknown";
 }

@@ -17,5 +17,6 @@ ob_route ob_route_choose(ob_category category, size_t count, size_t bytes,
 
 const char *ob_category_name(ob_category category);
 const char *ob_route_name(ob_route route);
+const char *ob_stage_how_name(ob_stage_how how);
 
 #endif

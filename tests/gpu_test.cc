@@ -29,6 +29,7 @@
 #include "tests/harness/harness.h"
 
 extern "C" {
+#include "plugin/config.h"
 #include "plugin/driver.h"
 }
 
@@ -110,6 +111,8 @@ std::string PathNames(unsigned paths)
     add(OMPBATCH_PATH_BATCH, "BATCH");
     add(OMPBATCH_PATH_PER_COPY, "PER_COPY");
     add(OMPBATCH_PATH_HOST, "HOST");
+    add(OMPBATCH_PATH_KERNEL, "KERNEL");
+    add(OMPBATCH_PATH_STAGED, "STAGED");
     return out.empty() ? "NONE" : out;
 }
 
@@ -117,7 +120,9 @@ std::string StatsText(const ompbatch_stats &s)
 {
     std::ostringstream out;
     out << "stats: added " << s.copies_added << ", zero " << s.copies_zero << ", planned "
-        << s.copies_planned << ", attr_groups " << s.attr_groups << ", sub_batches "
+        << s.copies_planned << ", staged " << s.staged_copies << ", kernels "
+        << s.kernel_launches << ", refused " << s.staging_refused << ", attr_groups "
+        << s.attr_groups << ", sub_batches "
         << s.sub_batches << ", driver_calls " << s.driver_calls << ", bytes " << s.bytes
         << ", done " << s.copies_done << ", paths " << PathNames(s.paths);
     return out.str();
@@ -493,6 +498,10 @@ protected:
             }
             GTEST_SKIP() << "no CUDA driver: " << harness_skip_reason();
         }
+        // The suites below check the direct strategy's routes and stats; GpuStrategyTest sets
+        // the strategy of each of its batches itself.
+        ASSERT_EQ(setenv("OMPBATCH_STRATEGY", "direct", 1), 0);
+        ob_config_reload();
         const ::testing::TestInfo *info = ::testing::UnitTest::GetInstance()->current_test_info();
         name_ = std::string(info->test_suite_name()) + "." + info->name();
         seed_ = harness_seed();
@@ -1327,5 +1336,87 @@ TEST_P(GpuStatsTest, PageableHostToHostUsesTheHostPath)
 }
 
 OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStatsTest, StatsCase, StatsCases);
+
+// ---- strategies ---------------------------------------------------------------------------------
+
+// The staged strategy and auto on every lane the copy kernel serves, over random sizes (1 byte
+// to a few pieces of the kernel's 64 KiB chunks) and random alignments, byte-exact with the
+// destination poisoned, gaps included.
+struct StrategyCase {
+    Form form;
+    Direction direction;
+    harness_mem_kind host;
+    int strategy;
+    size_t count;
+    size_t most;   // pieces are 1..most bytes, at random; 0: all of `count` are 1 MiB
+    std::string Name() const
+    {
+        return DirectionKindName(direction, host) + "_" +
+               (strategy == OMPBATCH_STRATEGY_STAGED ? "staged" : "auto") + "_" +
+               std::to_string(count) + "x" + (most ? "upto" + SizeName(most) : "1MiB");
+    }
+    friend void PrintTo(const StrategyCase &c, std::ostream *os)
+    {
+        *os << "OMPBATCH_BATCH_FORM=" << FormEnv(c.form) << " " << c.Name();
+    }
+};
+
+std::vector<StrategyCase> StrategyCases(Form form)
+{
+    static const struct {
+        size_t count;
+        size_t most;
+    } shapes[] = {{2, 16}, {64, 9000}, {1024, 4096}, {4096, 256}, {16, 300 * kKiB}, {64, 0}};
+    std::vector<StrategyCase> cases;
+    for (Direction direction : {Direction::kH2D, Direction::kD2H, Direction::kD2D}) {
+        for (harness_mem_kind host : {HARNESS_MEM_PAGEABLE, HARNESS_MEM_PINNED}) {
+            if (direction == Direction::kD2D && host == HARNESS_MEM_PINNED)
+                continue;
+            for (int strategy : {OMPBATCH_STRATEGY_STAGED, OMPBATCH_STRATEGY_AUTO})
+                for (const auto &shape : shapes)
+                    cases.push_back(StrategyCase{form, direction,
+                                                 direction == Direction::kD2D ? HARNESS_MEM_DEVICE
+                                                                              : host,
+                                                 strategy, shape.count, shape.most});
+        }
+    }
+    return cases;
+}
+
+using GpuStrategyTest = GpuFormTest<StrategyCase>;
+
+TEST_P(GpuStrategyTest, EveryPieceArrivesByteExact)
+{
+    const StrategyCase &c = GetParam();
+    std::vector<size_t> sizes;
+    for (size_t i = 0; i < c.count; i++)
+        sizes.push_back(c.most ? 1 + static_cast<size_t>(harness_rng_below(&rng_, c.most)) : kMiB);
+    Layout layout = Scattered(&rng_, sizes);
+    Buffer src("src"), dst("dst");
+    ASSERT_TRUE(src.Alloc(SourceKind(c.direction, c.host), layout.src_bytes));
+    ASSERT_TRUE(dst.Alloc(DestinationKind(c.direction, c.host), layout.dst_bytes));
+    Scenario scenario(&rng_, seed_);
+    ASSERT_TRUE(scenario.FillRandom(src));
+    ASSERT_TRUE(scenario.Poison(dst));
+    for (const Piece &piece : layout.pieces)
+        scenario.Add(dst, piece.dst, src, piece.src, piece.bytes);
+    ompbatch_batch_options options;
+    std::memset(&options, 0, sizeof(options));
+    options.struct_size = sizeof(options);
+    options.strategy = c.strategy;
+    Outcome outcome;
+    ASSERT_TRUE(scenario.Run(&outcome, &options));
+    EXPECT_TRUE(scenario.Matches(dst, &outcome));
+    EXPECT_TRUE(scenario.Matches(src, &outcome)) << "the source changed";
+    const ompbatch_stats &s = outcome.stats;
+    EXPECT_EQ(s.copies_done, s.copies_planned) << StatsText(s);
+    EXPECT_EQ(s.staging_refused, 0u) << StatsText(s);
+    if (c.strategy == OMPBATCH_STRATEGY_STAGED && c.count > 1) {
+        EXPECT_EQ(s.staged_copies, c.count) << StatsText(s) << "\n" << PlanExcerpt(outcome.plan);
+        EXPECT_NE(s.paths & OMPBATCH_PATH_KERNEL, 0u) << StatsText(s);
+    }
+}
+
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStrategyTest, StrategyCase, StrategyCases);
 
 } // namespace

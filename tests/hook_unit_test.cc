@@ -198,7 +198,7 @@ protected:
         fake().reset();
         fake().set_device_count(2);
         fake().deinit();
-        setenv("OMPBATCH_SCATTER", "1", 1); // whatever the default, the tests cover it
+        unsetenv("OMPBATCH_STRATEGY"); // the default, auto, with the built-in cost model
         ob_config_reload();
         ob_hook_copy_reset_for_testing();
         ob_driver_reload_for_testing();
@@ -253,6 +253,8 @@ TEST_F(HookCopy, WithoutTheDriverOnlyHostMemoryIsCopied)
     ob_driver_reload_for_testing();
 }
 
+// Pageable destinations: the pieces are gathered on the device, moved by one bulk copy into
+// pinned staging and unpacked, so the driver never writes the program's memory itself.
 TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
 {
     Pieces p(48, 1);
@@ -326,7 +328,8 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
     }
 }
 
-// Host-to-device pieces only: packed with their descriptors, one copy, one kernel launch.
+// Host-to-device pieces only: packed, one bulk copy as the construct's one batch call, one
+// scatter launch.
 TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
 {
     Pieces p(37, 7);
@@ -351,20 +354,23 @@ TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
         }
     }
     EXPECT_EQ(2, fake().call_count("cuLaunchKernel"));
-    EXPECT_EQ(2, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(0, fake().call_count("cuMemcpyAsync"));
     EXPECT_EQ(1, fake().call_count("cuModuleLoadData")) << "the module is loaded once";
-    EXPECT_EQ(0u, fake().batch_record_count());
+    ASSERT_EQ(2u, fake().batch_record_count());
+    fake_cuda_batch_record r;
+    ASSERT_EQ(0, fake().get_batch_record(0, &r));
+    EXPECT_EQ(1u, r.count) << "one bulk copy per construct";
 }
 
-TEST_F(HookCopy, WithoutTheKernelPiecesGoAsABatch)
+TEST_F(HookCopy, WithoutTheKernelPiecesGoDirect)
 {
     for (int mode = 0; mode < 2; mode++) {
         ob_hook_copy_reset_for_testing();
         fake().reset();
         if (mode == 0) {
-            setenv("OMPBATCH_SCATTER", "0", 1);
+            setenv("OMPBATCH_STRATEGY", "direct", 1);
         } else {
-            setenv("OMPBATCH_SCATTER", "1", 1);
+            unsetenv("OMPBATCH_STRATEGY");
             ASSERT_EQ(0, fake().inject_failure("cuModuleLoadData", 1, CUDA_ERROR_INVALID_PTX));
         }
         ob_config_reload();
@@ -386,7 +392,7 @@ TEST_F(HookCopy, WithoutTheKernelPiecesGoAsABatch)
         // The copy engine moved them: a batch or per-copy copies, as the routing decides.
         EXPECT_GT(fake().batch_record_count() + (size_t)fake().call_count("cuMemcpyAsync"), 0u);
     }
-    setenv("OMPBATCH_SCATTER", "1", 1);
+    unsetenv("OMPBATCH_STRATEGY");
     ob_config_reload();
 }
 
@@ -398,6 +404,8 @@ TEST_F(HookCopy, AFailedLaunchIsReported)
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
         copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+    setenv("OMPBATCH_STRATEGY", "staged", 1); // six pieces alone would go direct
+    ob_config_reload();
     ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, copies.data(), copies.size()));
     EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "cuLaunchKernel failed"))
@@ -405,6 +413,9 @@ TEST_F(HookCopy, AFailedLaunchIsReported)
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()));
     for (size_t i = 0; i < p.sizes.size(); i++)
         EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
+    EXPECT_EQ(2, fake().call_count("cuLaunchKernel"));
+    unsetenv("OMPBATCH_STRATEGY");
+    ob_config_reload();
 }
 
 TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
@@ -430,6 +441,7 @@ TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
 TEST_F(HookCopy, PinnedStagingStaysWithinItsProcessWideCap)
 {
     setenv("OMPBATCH_STAGING_MB", "1", 1);
+    setenv("OMPBATCH_STRATEGY", "staged", 1); // these pieces are large enough to go direct
     ob_config_reload();
     const size_t piece = 700 << 10; // two need more than 1 MiB of staging
     DeviceBuffer dev(2 * piece, 0);
@@ -442,12 +454,17 @@ TEST_F(HookCopy, PinnedStagingStaysWithinItsProcessWideCap)
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, two, 2)) << ompbatch_last_error();
     EXPECT_EQ(bytes, dst);
     EXPECT_EQ(0, fake().call_count("cuMemAllocHost")) << "1.4 MiB of staging passes the cap";
-    // One piece fits: staged through one area of 1 MiB, the cap.
+    // Two smaller pieces fit: staged through one area of 1 MiB, the cap.
     std::fill(dst.begin(), dst.end(), 0x42);
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, two, 1)) << ompbatch_last_error();
-    EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data(), piece));
+    ob_hook_copy smaller[2] = {{dst.data(), dev.ptr, piece / 2, 0},
+                               {dst.data() + piece, dev.ptr + piece, piece / 2, 0}};
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, smaller, 2)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data(), piece / 2));
+    EXPECT_EQ(0, std::memcmp(dst.data() + piece, bytes.data() + piece, piece / 2));
+    EXPECT_EQ(0x42, dst[piece / 2]) << "a byte past the first piece changed";
     EXPECT_EQ(1, fake().call_count("cuMemAllocHost"));
     unsetenv("OMPBATCH_STAGING_MB");
+    unsetenv("OMPBATCH_STRATEGY");
     ob_config_reload();
 }
 

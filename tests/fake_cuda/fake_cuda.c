@@ -90,22 +90,22 @@ struct op {
     const unsigned char *src;
     size_t size;
     unsigned char *snapshot;
-    /* A launch of the scatter kernel instead of a copy when pieces != NULL: scatter_count
-     * pieces {dst, offset, bytes} (3 x u64) at pieces, their bytes at packed + offset. */
+    /* A launch of the copy kernel instead of a copy when pieces != NULL: piece_count
+     * descriptors {dst, src, bytes} (3 x u64) at pieces, read when the kernel runs. */
     const uint64_t *pieces;
-    const unsigned char *packed;
-    unsigned int scatter_count;
+    unsigned int piece_count;
 };
 
-/* The one module and function the fake knows: plugin/kernels/scatter.cu's ob_scatter. */
+/* The one module and function the fake knows: plugin/kernels/copy_pieces.cu's
+ * ob_copy_pieces. */
 struct CUmod_st {
     int unused;
 };
 struct CUfunc_st {
     int unused;
 };
-static struct CUmod_st scatter_module;
-static struct CUfunc_st scatter_function;
+static struct CUmod_st copy_module;
+static struct CUfunc_st copy_function;
 
 struct CUstream_st {
     struct CUctx_st *ctx;
@@ -361,23 +361,37 @@ static CUresult queue_reserve(struct CUstream_st *s, size_t extra)
 static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len);
 static struct alloc *alloc_containing(uintptr_t p);
 
-/* The scatter kernel, as the GPU would run it. A piece outside device memory is a fault the
- * real kernel would report asynchronously; the fake stops the test with the reason. */
-static void scatter_run(const struct op *op)
+/* Whether the GPU could reach [p, p + n): one allocation of the driver's (device, pinned or
+ * managed memory), never pageable memory. */
+static void check_reachable(const char *what, unsigned int piece, uintptr_t p, size_t n)
 {
-    for (unsigned int i = 0; i < op->scatter_count; i++) {
-        uintptr_t dst = (uintptr_t)op->pieces[3 * i];
-        size_t offset = (size_t)op->pieces[3 * i + 1], bytes = (size_t)op->pieces[3 * i + 2];
-        char why[160];
-        const char *problem = range_problem(dst, bytes, why, sizeof why);
-        const struct alloc *a = alloc_containing(dst);
-        if (problem != NULL || a == NULL || a->kind != ALLOC_DEVICE)
-            die("ob_scatter piece %u writes %zu bytes at %#lx outside device memory (%s)", i,
-                bytes, (unsigned long)dst, problem != NULL ? problem : "not device memory");
-        memmove((void *)dst, op->packed + offset, bytes);
-        g.stats.copies_executed++;
+    char why[160];
+    const char *problem = range_problem(p, n, why, sizeof why);
+    if (problem != NULL || alloc_containing(p) == NULL)
+        die("ob_copy_pieces piece %u: %s %#lx + %zu bytes is not memory the GPU can reach (%s)",
+            piece, what, (unsigned long)p, n, problem != NULL ? problem : "pageable memory");
+}
+
+/* The copy kernel, as the GPU would run it: the descriptors are read when it runs, and a piece
+ * outside memory the GPU reaches is a fault the real kernel would report asynchronously; the
+ * fake stops the test with the reason. */
+static void pieces_run(const struct op *op)
+{
+    check_reachable("the descriptor table", 0, (uintptr_t)op->pieces,
+                    (size_t)op->piece_count * 3 * sizeof(uint64_t));
+    for (unsigned int i = 0; i < op->piece_count; i++) {
+        uintptr_t dst = (uintptr_t)op->pieces[3 * i], src = (uintptr_t)op->pieces[3 * i + 1];
+        size_t bytes = (size_t)op->pieces[3 * i + 2];
+        check_reachable("dst", i, dst, bytes);
+        check_reachable("src", i, src, bytes);
+        if (dst < src + bytes && src < dst + bytes)
+            die("ob_copy_pieces piece %u: dst %#lx and src %#lx overlap (%zu bytes)", i,
+                (unsigned long)dst, (unsigned long)src, bytes);
+        memcpy((void *)dst, (const void *)src, bytes);
         g.stats.bytes_executed += bytes;
     }
+    g.stats.copies_executed++;
+    g.stats.kernels_executed++;
 }
 
 static void stream_run(struct CUstream_st *s)
@@ -385,7 +399,7 @@ static void stream_run(struct CUstream_st *s)
     for (size_t i = 0; i < s->nops; i++) {
         struct op *op = &s->ops[i];
         if (op->pieces != NULL) {
-            scatter_run(op);
+            pieces_run(op);
             continue;
         }
         /* memmove: an overlapping copy is undefined on the GPU but must not be in the fake. */
@@ -991,7 +1005,7 @@ static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Modules and the one kernel the fake runs (plugin/kernels/scatter.cu).
+ * Modules and the one kernel the fake runs (plugin/kernels/copy_pieces.cu).
  */
 
 static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *image)
@@ -1002,10 +1016,10 @@ static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *imag
         goto out;
     if (module == NULL || image == NULL)
         r = fail(CUDA_ERROR_INVALID_VALUE, "module or image is NULL");
-    else if (strstr((const char *)image, ".entry ob_scatter(") == NULL)
-        r = fail(CUDA_ERROR_INVALID_IMAGE, "the image is not the library's scatter PTX");
+    else if (strstr((const char *)image, ".entry ob_copy_pieces(") == NULL)
+        r = fail(CUDA_ERROR_INVALID_IMAGE, "the image is not the library's copy-kernel PTX");
     else
-        *module = &scatter_module;
+        *module = &copy_module;
 out:
     unlock();
     return r;
@@ -1017,12 +1031,12 @@ static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule 
     CUresult r;
     if (begin_call(FAKE_EP_cuModuleGetFunction, &r))
         goto out;
-    if (function == NULL || name == NULL || module != &scatter_module)
+    if (function == NULL || name == NULL || module != &copy_module)
         r = fail(CUDA_ERROR_INVALID_VALUE, "bad function, module or name");
-    else if (strcmp(name, "ob_scatter") != 0)
+    else if (strcmp(name, "ob_copy_pieces") != 0)
         r = fail(CUDA_ERROR_NOT_FOUND, "no function %s in the module", name);
     else {
-        *function = &scatter_function;
+        *function = &copy_function;
         r = CUDA_SUCCESS;
     }
 out:
@@ -1030,7 +1044,7 @@ out:
     return r;
 }
 
-/* Parameters as scatter.cu declares them: (const piece *pieces, const uchar *packed, uint n). */
+/* Parameters as copy_pieces.cu declares them: (const ob_piece *pieces, unsigned int count). */
 static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
                                             unsigned int gz, unsigned int bx, unsigned int by,
                                             unsigned int bz, unsigned int shared, CUstream h,
@@ -1042,7 +1056,7 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     if (begin_call(FAKE_EP_cuLaunchKernel, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
         (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
         goto out;
-    if (f != &scatter_function)
+    if (f != &copy_function)
         r = fail(CUDA_ERROR_INVALID_HANDLE, "unknown function");
     else if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
         r = fail(CUDA_ERROR_INVALID_VALUE, "grid %ux%ux%u, block %ux%ux%u", gx, gy, gz, bx, by, bz);
@@ -1052,9 +1066,10 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         struct op *op = &s->ops[s->nops++];
         memset(op, 0, sizeof *op);
         op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
-        op->packed = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[1];
-        op->scatter_count = *(unsigned int *)params[2];
-        g.stats.copies_enqueued += op->scatter_count;
+        op->piece_count = *(unsigned int *)params[1];
+        /* A launch counts as one copy; its pieces' bytes count when it runs. */
+        g.stats.copies_enqueued++;
+        g.stats.kernels_launched++;
     }
 out:
     unlock();

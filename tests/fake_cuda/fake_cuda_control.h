@@ -81,6 +81,9 @@ struct fake_cuda_stats {
     unsigned long long bytes_executed;
     unsigned long long copies_discarded;  /* dropped by an injected cuStreamSynchronize failure */
     unsigned long long early_reads;       /* batch sources read during the call */
+    unsigned long long kernels_launched;  /* copy-kernel launches accepted */
+    unsigned long long kernels_executed;  /* copy-kernel launches run (each also counts as one
+                                             copy executed) */
     unsigned long long batch_calls_succeeded;
     /* Copies of a batch whose destination overlaps the source or destination of another copy of
      * the same call, or whose source overlaps a destination (its own included). The real driver

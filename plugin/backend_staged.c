@@ -1,0 +1,364 @@
+/* The staged strategy's execution (README.md, "Strategies"). Per level, with one region of
+ * staging (host part: descriptor tables, then packed pieces, then gathered pieces; device
+ * part: packed, then gathered pieces):
+ *   1. pack:   pageable (and must-read-now) host sources -> pinned staging, by the CPU;
+ *   2. kernel: in-place pieces (device, mapped pinned memory) and gathers into device staging;
+ *   3. the level's cuMemcpyBatchAsync carries the bulk copies: packed bytes to the device,
+ *      gathered bytes to pinned staging;
+ *   4. kernel: scatter from device staging to the destinations;
+ *   5. at the wait: unpack gathered bytes into their destinations, give the staging back. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "backend.h"
+#include "error.h"
+#include "log.h"
+#include "workers.h"
+
+/* Pieces longer than this are cut into several descriptors, so one block never serialises a
+ * large piece while the others idle. */
+#define OB_PIECE_CHUNK ((size_t)64 << 10)
+#define OB_KERNEL_THREADS 256
+#define OB_KERNEL_MAX_BLOCKS 65535u
+/* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
+#define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
+#define OB_MAX_DEVICES 64
+
+static size_t align_up(size_t value, size_t to)
+{
+    return (value + to - 1) & ~(to - 1);
+}
+
+/* ---- the kernel, per device -------------------------------------------------------------- */
+
+typedef enum kernel_state { KERNEL_UNKNOWN = 0, KERNEL_READY, KERNEL_UNAVAILABLE } kernel_state;
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+static kernel_state kernel_states[OB_MAX_DEVICES];
+static CUfunction kernel_functions[OB_MAX_DEVICES];
+
+/* The device's context is current. */
+static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
+{
+    if (ordinal < 0 || ordinal >= OB_MAX_DEVICES)
+        return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: no copy kernel past %d devices",
+                       ordinal, OB_MAX_DEVICES);
+    pthread_mutex_lock(&kernel_lock);
+    int status = OMPBATCH_OK;
+    if (kernel_states[ordinal] == KERNEL_UNKNOWN) {
+        CUmodule module = NULL;
+        if (driver->fn.cuModuleLoadData == NULL || driver->fn.cuModuleGetFunction == NULL ||
+            driver->fn.cuLaunchKernel == NULL)
+            status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver cannot load kernels");
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuModuleLoadData, &module, ob_copy_pieces_ptx);
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuModuleGetFunction, &kernel_functions[ordinal], module,
+                           OB_COPY_PIECES_KERNEL);
+        kernel_states[ordinal] = status == OMPBATCH_OK ? KERNEL_READY : KERNEL_UNAVAILABLE;
+        if (status != OMPBATCH_OK)
+            ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
+                   ompbatch_last_error());
+    } else if (kernel_states[ordinal] == KERNEL_UNAVAILABLE) {
+        status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: the copy kernel did not load",
+                         ordinal);
+    }
+    *out = kernel_functions[ordinal];
+    pthread_mutex_unlock(&kernel_lock);
+    return status;
+}
+
+void ob_staged_forget_kernels_for_testing(void)
+{
+    pthread_mutex_lock(&kernel_lock);
+    memset(kernel_states, 0, sizeof(kernel_states));
+    pthread_mutex_unlock(&kernel_lock);
+}
+
+static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
+{
+    if (count == 0)
+        return OMPBATCH_OK;
+    unsigned int n = (unsigned int)count;
+    unsigned int blocks = n < OB_KERNEL_MAX_BLOCKS ? n : OB_KERNEL_MAX_BLOCKS;
+    void *params[] = {&table, &n};
+    int status = OB_CU(exec->driver, cuLaunchKernel, exec->kernel, blocks, 1, 1,
+                       OB_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "the copy kernel (%zu pieces): ", count);
+    exec->stream_busy = 1;
+    exec->staged.kernel_launches++;
+    exec->staged.paths |= OMPBATCH_PATH_KERNEL;
+    return OMPBATCH_OK;
+}
+
+/* ---- host moves ------------------------------------------------------------------------ */
+
+typedef struct move_job {
+    const ob_host_move *moves;
+    size_t count;
+    size_t total;
+} move_job;
+
+/* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
+static void move_part(void *arg, size_t part, size_t parts)
+{
+    const move_job *job = arg;
+    size_t from = job->total / parts * part + (part < job->total % parts ? part : job->total % parts);
+    size_t to = from + job->total / parts + (part < job->total % parts ? 1 : 0);
+    size_t at = 0;
+    for (size_t i = 0; i < job->count && at < to; i++) {
+        const ob_host_move *m = &job->moves[i];
+        size_t begin = from > at ? from - at : 0;
+        size_t end = to - at < m->bytes ? to - at : m->bytes;
+        if (begin < end)
+            memcpy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
+        at += m->bytes;
+    }
+}
+
+void ob_host_moves_run(const ob_host_move *moves, size_t count)
+{
+    move_job job = {moves, count, 0};
+    for (size_t i = 0; i < count; i++)
+        job.total += moves[i].bytes;
+    size_t parts = job.total / OB_PARALLEL_MOVE_BYTES;
+    size_t threads = ob_workers_threads();
+    if (parts > threads)
+        parts = threads;
+    if (parts <= 1) {
+        for (size_t i = 0; i < count; i++)
+            memcpy(moves[i].dst, moves[i].src, moves[i].bytes);
+        return;
+    }
+    ob_workers_run(move_part, &job, parts);
+}
+
+/* ---- prepare ------------------------------------------------------------------------------- */
+
+static int reserve_moves(ob_exec *exec, size_t needed)
+{
+    if (needed <= exec->move_capacity)
+        return OMPBATCH_OK;
+    size_t capacity = exec->move_capacity ? exec->move_capacity : 64;
+    while (capacity < needed)
+        capacity *= 2;
+    ob_host_move *grown = ob_realloc(exec->moves, capacity * sizeof(*grown));
+    if (grown == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu staged moves", needed);
+    exec->moves = grown;
+    exec->move_capacity = capacity;
+    return OMPBATCH_OK;
+}
+
+static size_t chunks(size_t bytes)
+{
+    return (bytes + OB_PIECE_CHUNK - 1) / OB_PIECE_CHUNK;
+}
+
+/* Appends the descriptors of one copy from src to dst (both as the GPU sees them). */
+static void add_pieces(ob_piece *table, size_t *count, uintptr_t dst, uintptr_t src, size_t bytes)
+{
+    for (size_t done = 0; done < bytes; done += OB_PIECE_CHUNK) {
+        size_t n = bytes - done < OB_PIECE_CHUNK ? bytes - done : OB_PIECE_CHUNK;
+        table[*count].dst = (uint64_t)(dst + done);
+        table[*count].src = (uint64_t)(src + done);
+        table[*count].bytes = n;
+        (*count)++;
+    }
+}
+
+/* Where a packed or gathered piece lies in its area: the phase of its device address mod 16
+ * is kept, so the kernel moves it in 16-byte units. */
+static size_t place(size_t *cursor, uintptr_t device_address, size_t bytes)
+{
+    size_t at = align_up(*cursor, 64) + (device_address & 15);
+    *cursor = at + bytes;
+    return at;
+}
+
+typedef struct layout {
+    size_t first_pieces;   /* in-place and gather descriptors */
+    size_t second_pieces;  /* scatter descriptors */
+    size_t pack_bytes;
+    size_t gather_bytes;
+    int pack_in_stream_order; /* a packed source the stream may still be writing */
+} layout;
+
+static void measure(const ob_plan *plan, const ob_step *step, layout *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *c = &plan->copies[i];
+        switch (c->stage_how) {
+        case OB_STAGE_PACK:
+            out->second_pieces += chunks(c->bytes);
+            place(&out->pack_bytes, c->dst, c->bytes);
+            if (c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
+                out->pack_in_stream_order = 1;
+            break;
+        case OB_STAGE_GATHER:
+            out->first_pieces += chunks(c->bytes);
+            place(&out->gather_bytes, c->src, c->bytes);
+            break;
+        case OB_STAGE_IN_PLACE:
+            out->first_pieces += chunks(c->bytes);
+            break;
+        }
+    }
+}
+
+/* Sends the step's copies one cuMemcpyAsync each: staging or the kernel is not to be had. */
+static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    exec->staged.refused += step->end - step->begin;
+    exec->staged.paths |= OMPBATCH_PATH_PER_COPY;
+    return ob_backend_cuda_per_copy.run(exec, plan, step);
+}
+
+int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    const ob_driver *driver = exec->driver;
+    int status = OMPBATCH_OK;
+    exec->extra_count = 0;
+    exec->scatter_count = 0;
+    if (load_kernel(driver, exec->ordinal, &exec->kernel) != OMPBATCH_OK)
+        return run_direct(exec, plan, step);
+    layout lay;
+    measure(plan, step, &lay);
+    size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);
+    size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
+    size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
+    /* An earlier level's staging is reused once the stream has passed it. */
+    if (exec->staging != NULL && (status = ob_exec_wait(exec)) != OMPBATCH_OK)
+        return status;
+    if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
+                           pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
+        return run_direct(exec, plan, step);
+    if ((status = reserve_moves(exec, step->end - step->begin)) != OMPBATCH_OK)
+        return status;
+    unsigned char *host = exec->staging->host;
+    /* cuMemAllocHost memory is mapped at its host address (unified addressing). */
+    ob_piece *first = (ob_piece *)host, *second = (ob_piece *)(host + first_table);
+    unsigned char *pack_host = host + first_table + second_table;
+    unsigned char *gather_host = pack_host + pack_area;
+    CUdeviceptr pack_device = exec->staging->device, gather_device = pack_device + pack_area;
+    size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
+    size_t packs = 0;
+    exec->unpack_begin = step->end - step->begin; /* packs first, unpacks after them */
+    size_t unpacks = exec->unpack_begin;
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *c = &plan->copies[i];
+        size_t at;
+        switch (c->stage_how) {
+        case OB_STAGE_PACK:
+            at = place(&pack_cursor, c->dst, c->bytes);
+            exec->moves[packs++] = (ob_host_move){pack_host + at, (const void *)c->src, c->bytes};
+            add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes);
+            break;
+        case OB_STAGE_GATHER:
+            at = place(&gather_cursor, c->src, c->bytes);
+            add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes);
+            unpacks++;
+            break;
+        case OB_STAGE_IN_PLACE:
+            add_pieces(first, &n_first, (uintptr_t)((intptr_t)c->dst + c->dst_mem.device_offset),
+                       (uintptr_t)((intptr_t)c->src + c->src_mem.device_offset), c->bytes);
+            break;
+        }
+    }
+    if ((status = reserve_moves(exec, unpacks)) != OMPBATCH_OK)
+        return status;
+    /* Unpacks are listed after the packs in the same order the gathers were placed. */
+    gather_cursor = 0;
+    size_t u = exec->unpack_begin;
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *c = &plan->copies[i];
+        if (c->stage_how != OB_STAGE_GATHER)
+            continue;
+        size_t at = place(&gather_cursor, c->src, c->bytes);
+        exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
+    }
+    /* A packed source in stream order may be the target of work still on the stream. */
+    if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
+        return status;
+    if (packs > 0) {
+        ob_host_moves_run(exec->moves, packs);
+        exec->staged.paths |= OMPBATCH_PATH_STAGED;
+    }
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
+        return status;
+    /* From here the unpacks are owed at the wait. */
+    exec->move_count = u;
+    if (pack_cursor > 0) {
+        exec->extra_dsts[exec->extra_count] = pack_device;
+        exec->extra_srcs[exec->extra_count] = (CUdeviceptr)(uintptr_t)pack_host;
+        exec->extra_sizes[exec->extra_count++] = pack_cursor;
+    }
+    if (gather_cursor > 0) {
+        exec->extra_dsts[exec->extra_count] = (CUdeviceptr)(uintptr_t)gather_host;
+        exec->extra_srcs[exec->extra_count] = gather_device;
+        exec->extra_sizes[exec->extra_count++] = gather_cursor;
+        exec->staged.paths |= OMPBATCH_PATH_STAGED;
+    }
+    exec->scatter_table = (CUdeviceptr)(uintptr_t)second;
+    exec->scatter_count = n_second;
+    for (size_t i = step->begin; i < step->end; i++)
+        exec->staged.bytes += plan->copies[i].bytes;
+    exec->staged.copies += step->end - step->begin;
+    exec->done += step->end - step->begin;
+    return OMPBATCH_OK;
+}
+
+int ob_exec_flush_extras(ob_exec *exec)
+{
+    const ob_driver *driver = exec->driver;
+    size_t n = exec->extra_count;
+    exec->extra_count = 0;
+    if (n == 0)
+        return OMPBATCH_OK;
+    int status = OMPBATCH_OK;
+    if (driver->form == OMPBATCH_FORM_V13000 || driver->form == OMPBATCH_FORM_V12080) {
+        CUmemcpyAttributes attr;
+        memset(&attr, 0, sizeof(attr));
+        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        size_t idx = 0, fail = SIZE_MAX;
+        exec->driver_calls++;
+        exec->batch_calls++;
+        if (driver->form == OMPBATCH_FORM_V12080)
+            status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->extra_dsts, exec->extra_srcs,
+                           exec->extra_sizes, n, &attr, &idx, 1, &fail, exec->stream);
+        else
+            status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->extra_dsts, exec->extra_srcs,
+                           exec->extra_sizes, n, &attr, &idx, 1, exec->stream);
+    } else {
+        for (size_t i = 0; i < n && status == OMPBATCH_OK; i++) {
+            exec->driver_calls++;
+            status = OB_CU(driver, cuMemcpyAsync, exec->extra_dsts[i], exec->extra_srcs[i],
+                           exec->extra_sizes[i], exec->stream);
+        }
+    }
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "the staged bulk copy: ");
+    exec->stream_busy = 1;
+    return OMPBATCH_OK;
+}
+
+int ob_staged_finish(ob_exec *exec)
+{
+    int status = ob_exec_flush_extras(exec);
+    if (status == OMPBATCH_OK)
+        status = launch(exec, exec->scatter_table, exec->scatter_count);
+    exec->scatter_count = 0;
+    return status;
+}
+
+void ob_staged_complete(ob_exec *exec)
+{
+    if (exec->move_count > exec->unpack_begin)
+        ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin);
+    exec->move_count = exec->unpack_begin = 0;
+    ob_staging_release(exec->staging);
+    exec->staging = NULL;
+}

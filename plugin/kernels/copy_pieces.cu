@@ -1,0 +1,49 @@
+/* The library's copy kernel: moves many pieces, each {dst, src, bytes}, between addresses the
+ * GPU can reach: device memory, the library's staging, and pinned host memory (read or written
+ * in place over the bus). One block per piece, grid-stride when there are more pieces than
+ * blocks. Each piece moves in the widest unit its two addresses share an alignment phase for
+ * (16, 8, 4 bytes), with bytes before and after; any size and alignment is correct. */
+struct ob_piece {
+    unsigned long long dst;
+    unsigned long long src;
+    unsigned long long bytes;
+};
+
+template <typename T>
+__device__ void copy_units(unsigned char *dst, const unsigned char *src, unsigned long long n)
+{
+    /* Bytes up to the first aligned destination, then whole units, then the tail; src has the
+     * same phase as dst, so it is aligned wherever dst is. */
+    unsigned long long head = (sizeof(T) - ((unsigned long long)dst & (sizeof(T) - 1))) &
+                              (sizeof(T) - 1);
+    if (head > n)
+        head = n;
+    unsigned long long units = (n - head) / sizeof(T);
+    unsigned long long body_end = head + units * sizeof(T);
+    for (unsigned long long i = threadIdx.x; i < head; i += blockDim.x)
+        dst[i] = src[i];
+    const T *s = (const T *)(src + head);
+    T *d = (T *)(dst + head);
+    for (unsigned long long i = threadIdx.x; i < units; i += blockDim.x)
+        d[i] = s[i];
+    for (unsigned long long i = body_end + threadIdx.x; i < n; i += blockDim.x)
+        dst[i] = src[i];
+}
+
+extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int count)
+{
+    for (unsigned int p = blockIdx.x; p < count; p += gridDim.x) {
+        ob_piece piece = pieces[p];
+        unsigned char *dst = (unsigned char *)piece.dst;
+        const unsigned char *src = (const unsigned char *)piece.src;
+        unsigned long long phase = piece.dst ^ piece.src;
+        if ((phase & 15) == 0)
+            copy_units<uint4>(dst, src, piece.bytes);
+        else if ((phase & 7) == 0)
+            copy_units<unsigned long long>(dst, src, piece.bytes);
+        else if ((phase & 3) == 0)
+            copy_units<unsigned int>(dst, src, piece.bytes);
+        else
+            copy_units<unsigned char>(dst, src, piece.bytes);
+    }
+}

@@ -1,0 +1,142 @@
+#include "workers.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "log.h"
+
+#define OB_MAX_WORKERS 64
+
+typedef struct pool {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    size_t started;          /* helper threads running */
+    ob_work_fn fn;
+    void *arg;
+    size_t parts;
+    size_t next_part;        /* parts handed out so far */
+    size_t finished;         /* parts done */
+} pool;
+
+static pool workers = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+/* One job at a time; a caller that finds the pool taken works alone. */
+static atomic_flag busy = ATOMIC_FLAG_INIT;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+size_t ob_workers_threads(void)
+{
+    size_t threads = ob_config_get()->pack_threads;
+    return threads < 1 ? 1 : threads > OB_MAX_WORKERS ? OB_MAX_WORKERS : threads;
+}
+
+/* Takes the next part of the current job; the lock is held. */
+static int take_part(size_t *part)
+{
+    if (workers.fn == NULL || workers.next_part >= workers.parts)
+        return 0;
+    *part = workers.next_part++;
+    return 1;
+}
+
+static void *worker_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&workers.lock);
+    for (;;) {
+        size_t part;
+        while (!take_part(&part))
+            pthread_cond_wait(&workers.wake, &workers.lock);
+        ob_work_fn fn = workers.fn;
+        void *arg = workers.arg;
+        size_t parts = workers.parts;
+        pthread_mutex_unlock(&workers.lock);
+        fn(arg, part, parts);
+        pthread_mutex_lock(&workers.lock);
+        if (++workers.finished == parts)
+            pthread_cond_signal(&workers.done);
+    }
+    return NULL;
+}
+
+/* A forked child has none of the parent's threads. */
+static void after_fork_in_child(void)
+{
+    pthread_mutex_init(&workers.lock, NULL);
+    pthread_cond_init(&workers.wake, NULL);
+    pthread_cond_init(&workers.done, NULL);
+    workers.started = 0;
+    workers.fn = NULL;
+    atomic_flag_clear(&busy);
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* Starts helpers until `want` run; the lock is held. Returns how many run. */
+static size_t start_helpers(size_t want)
+{
+    while (workers.started < want) {
+        pthread_t thread;
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) != 0)
+            break;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&thread, &attr, worker_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed) {
+            ob_log(1, "cannot start a pack thread (error %d); packing with %zu", failed,
+                   workers.started + 1);
+            break;
+        }
+        workers.started++;
+    }
+    return workers.started;
+}
+
+void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
+{
+    if (parts == 0)
+        return;
+    pthread_once(&atfork_once, register_atfork);
+    if (parts == 1 || atomic_flag_test_and_set(&busy)) {
+        for (size_t k = 0; k < parts; k++)
+            fn(arg, k, parts);
+        return;
+    }
+    pthread_mutex_lock(&workers.lock);
+    size_t helpers = start_helpers(ob_workers_threads() - 1);
+    if (helpers == 0) {
+        pthread_mutex_unlock(&workers.lock);
+        atomic_flag_clear(&busy);
+        for (size_t k = 0; k < parts; k++)
+            fn(arg, k, parts);
+        return;
+    }
+    workers.fn = fn;
+    workers.arg = arg;
+    workers.parts = parts;
+    workers.next_part = 0;
+    workers.finished = 0;
+    pthread_cond_broadcast(&workers.wake);
+    /* The caller works too, taking parts like any helper. */
+    size_t part;
+    while (take_part(&part)) {
+        pthread_mutex_unlock(&workers.lock);
+        fn(arg, part, parts);
+        pthread_mutex_lock(&workers.lock);
+        ++workers.finished;
+    }
+    while (workers.finished < parts)
+        pthread_cond_wait(&workers.done, &workers.lock);
+    workers.fn = NULL;
+    pthread_mutex_unlock(&workers.lock);
+    atomic_flag_clear(&busy);
+}

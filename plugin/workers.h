@@ -1,0 +1,20 @@
+/* A small pool of threads that share the CPU side of the staged strategy: packing pageable
+ * pieces into pinned staging and unpacking them. One memcpy thread moves ~10 GB/s on the H200
+ * host, a fifth of the link (DESIGN.md), so large packs are split across threads. */
+#ifndef OMPBATCH_PLUGIN_WORKERS_H
+#define OMPBATCH_PLUGIN_WORKERS_H
+
+#include <stddef.h>
+
+/* Does part `part` of `parts` of a job. */
+typedef void (*ob_work_fn)(void *arg, size_t part, size_t parts);
+
+/* Runs fn(arg, k, parts) for every k < parts and returns when all are done. The calling thread
+ * takes part 0; the pool's threads take the others. When the pool is busy with another
+ * caller's job or its threads cannot start, the caller runs every part itself. */
+void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
+
+/* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
+size_t ob_workers_threads(void);
+
+#endif

@@ -1,0 +1,502 @@
+// The staged strategy and the cost model through the fake driver: every lane byte-exact over
+// random sizes and alignments, one cuMemcpyBatchAsync per level with the bulk copies in it,
+// the model's decisions, staging reuse and exhaustion, kernel failures, the calibration cache,
+// and the pack threads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/fake_fixture.h"
+
+extern "C" {
+#include "plugin/backend.h"
+#include "plugin/config.h"
+#include "plugin/cost.h"
+#include "plugin/staging.h"
+#include "plugin/workers.h"
+}
+
+namespace {
+
+enum Lane { H2D_PAGEABLE, H2D_PINNED, D2H_PAGEABLE, D2H_PINNED, D2D };
+
+struct LaneSpec {
+    const char *name;
+    Kind src;
+    Kind dst;
+};
+
+const LaneSpec kLanes[] = {
+    {"H2D pageable", PAGEABLE, DEVICE}, {"H2D pinned", PINNED, DEVICE},
+    {"D2H pageable", DEVICE, PAGEABLE}, {"D2H pinned", DEVICE, PINNED},
+    {"D2D", DEVICE, DEVICE},
+};
+
+int device_of(Kind k)
+{
+    return k == DEVICE ? 0 : H;
+}
+
+struct Piece {
+    size_t src_off, dst_off, bytes;
+};
+
+// Pieces of the given sizes at random, odd offsets with random gaps, in both buffers.
+std::vector<Piece> lay_out(const std::vector<size_t> &sizes, std::mt19937_64 &rng, size_t *extent)
+{
+    std::vector<Piece> pieces;
+    size_t src = rng() % 61, dst = rng() % 67;
+    for (size_t n : sizes) {
+        pieces.push_back({src, dst, n});
+        src += n + 1 + rng() % 97;
+        dst += n + 1 + rng() % 89;
+    }
+    *extent = (src > dst ? src : dst) + 64;
+    return pieces;
+}
+
+ompbatch_batch_options with_strategy(int strategy)
+{
+    ompbatch_batch_options o;
+    std::memset(&o, 0, sizeof(o));
+    o.struct_size = sizeof(o);
+    o.strategy = strategy;
+    return o;
+}
+
+// Expects dst to hold src's bytes where pieces land and its poison everywhere else.
+void expect_landed(const Buffer &src, const Buffer &dst, const std::vector<Piece> &pieces,
+                   const std::vector<unsigned char> &dst_before)
+{
+    std::vector<unsigned char> want = dst_before;
+    for (const Piece &p : pieces)
+        std::memcpy(&want[p.dst_off], src.ptr + p.src_off, p.bytes);
+    size_t wrong = 0, first = 0;
+    for (size_t i = 0; i < dst.bytes; i++)
+        if (dst.ptr[i] != want[i] && wrong++ == 0)
+            first = i;
+    EXPECT_EQ(0u, wrong) << "first wrong byte at " << first;
+}
+
+class Strategy : public FakeDriver {
+protected:
+    void SetUp() override
+    {
+        unsetenv("OMPBATCH_STRATEGY");
+        unsetenv("OMPBATCH_STAGING_MB");
+        unsetenv("OMPBATCH_COST");
+        load();
+        ob_staged_forget_kernels_for_testing();
+        ob_cost_reset_for_testing();
+        ob_staging_free_idle();
+    }
+    void TearDown() override
+    {
+        ob_staging_free_idle();
+        unsetenv("OMPBATCH_STAGING_MB");
+        unsetenv("OMPBATCH_COST");
+        ob_config_reload();
+        FakeDriver::TearDown();
+    }
+
+    // Moves the pieces of one lane in one batch of the given strategy; returns its stats.
+    ompbatch_stats move(const LaneSpec &lane, const std::vector<size_t> &sizes, int strategy,
+                        uint64_t salt)
+    {
+        std::mt19937_64 rng(test_seed() + salt);
+        size_t extent = 0;
+        std::vector<Piece> pieces = lay_out(sizes, rng, &extent);
+        Buffer src(lane.src, extent), dst(lane.dst, extent);
+        src.fill(salt);
+        std::vector<unsigned char> before(dst.ptr, dst.ptr + extent);
+        ompbatch_batch_options o = with_strategy(strategy);
+        Batch b(0, nullptr, &o);
+        for (const Piece &p : pieces)
+            EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dst.ptr + p.dst_off, device_of(lane.dst),
+                                                      src.ptr + p.src_off, device_of(lane.src),
+                                                      p.bytes, 0))
+                << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        expect_landed(src, dst, pieces, before);
+        return b.stats();
+    }
+};
+
+std::vector<size_t> random_sizes(size_t count, size_t most, uint64_t salt)
+{
+    std::mt19937_64 rng(test_seed() ^ salt);
+    std::vector<size_t> sizes;
+    for (size_t i = 0; i < count; i++)
+        sizes.push_back(1 + rng() % most);
+    return sizes;
+}
+
+TEST_F(Strategy, StagedMovesEveryLaneByteExact)
+{
+    // Edge sizes around the 16-byte units and the kernel's 64 KiB chunks, then random ones.
+    std::vector<size_t> sizes = {1, 15, 16, 17, 63, 65535, 65536, 65537, 200000};
+    for (size_t n : random_sizes(40, 9000, 7))
+        sizes.push_back(n);
+    for (const LaneSpec &lane : kLanes) {
+        SCOPED_TRACE(lane.name);
+        fake_cuda_stats before;
+        fake().get_stats(&before);
+        ompbatch_stats s = move(lane, sizes, OMPBATCH_STRATEGY_STAGED, 11);
+        EXPECT_EQ(sizes.size(), s.staged_copies);
+        EXPECT_EQ(0u, s.staging_refused);
+        EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
+        bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
+        EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
+        // Pack and gather lanes: one kernel plus one bulk copy in one batch call; in-place
+        // lanes: the kernel alone.
+        EXPECT_EQ(1u, s.kernel_launches);
+        EXPECT_EQ(packs ? 1u : 0u, s.batch_calls);
+        fake_cuda_stats after;
+        fake().get_stats(&after);
+        EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
+    }
+}
+
+TEST_F(Strategy, OneBatchCallCarriesTheDirectCopiesAndBothBulkCopies)
+{
+    // Pageable H2D and D2H pieces staged, plus large pinned pieces the model keeps direct.
+    const size_t small = 512, big = 4 << 20;
+    Buffer host_in(PAGEABLE, 64 * 1024), host_out(PAGEABLE, 64 * 1024), dev(DEVICE, 32 << 20);
+    Buffer pinned(PINNED, 2 * big);
+    host_in.fill(1);
+    dev.fill(2);
+    pinned.fill(3);
+    std::vector<unsigned char> dev_before(dev.ptr, dev.ptr + dev.bytes);
+    std::vector<unsigned char> out_before(host_out.ptr, host_out.ptr + host_out.bytes);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    Batch b(0, nullptr, &o);
+    for (size_t i = 0; i < 32; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1024, 0,
+                                                  host_in.ptr + i * 1024, H, small, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host_out.ptr + i * 1024 + 3, H,
+                                                  dev.ptr + (1 << 20) + i * 1024, 0, small, 0));
+    }
+    for (size_t i = 0; i < 2; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + (8 << 20) + i * (big + 4096), 0,
+                                                  pinned.ptr + i * big, H, big, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+    ompbatch_stats s = b.stats();
+    EXPECT_EQ(64u, s.staged_copies);
+    EXPECT_EQ(2u, s.kernel_launches); // the gather before the batch call, the scatter after
+    EXPECT_EQ(1u, s.batch_calls);
+    EXPECT_EQ(1u, s.driver_calls);
+    fake_cuda_batch_record r = last_batch();
+    EXPECT_EQ(4u, r.count); // 2 direct pinned pieces + the two bulk copies
+    // Bytes: device pieces from host_in, host_out pieces from the device, the big pieces.
+    std::vector<unsigned char> want_dev = dev_before, want_out = out_before;
+    for (size_t i = 0; i < 32; i++) {
+        std::memcpy(&want_dev[i * 1024], host_in.ptr + i * 1024, small);
+        std::memcpy(&want_out[i * 1024 + 3], &dev_before[(1 << 20) + i * 1024], small);
+    }
+    for (size_t i = 0; i < 2; i++)
+        std::memcpy(&want_dev[(8 << 20) + i * (big + 4096)], pinned.ptr + i * big, big);
+    EXPECT_EQ(0, std::memcmp(want_dev.data(), dev.ptr, dev.bytes));
+    EXPECT_EQ(0, std::memcmp(want_out.data(), host_out.ptr, host_out.bytes));
+}
+
+TEST_F(Strategy, DirectNeverStages)
+{
+    for (const LaneSpec &lane : kLanes) {
+        SCOPED_TRACE(lane.name);
+        ompbatch_stats s = move(lane, random_sizes(64, 4096, 3), OMPBATCH_STRATEGY_DIRECT, 5);
+        EXPECT_EQ(0u, s.staged_copies);
+        EXPECT_EQ(0u, s.kernel_launches);
+        EXPECT_EQ(0u, s.paths & (OMPBATCH_PATH_KERNEL | OMPBATCH_PATH_STAGED));
+    }
+}
+
+TEST_F(Strategy, TheEnvironmentSetsTheDefaultAndTheOptionWins)
+{
+    setenv("OMPBATCH_STRATEGY", "staged", 1);
+    ob_config_reload();
+    EXPECT_EQ(64u, move(kLanes[H2D_PAGEABLE], random_sizes(64, 300, 1), 0, 2).staged_copies);
+    EXPECT_EQ(0u, move(kLanes[H2D_PAGEABLE], random_sizes(64, 300, 1), OMPBATCH_STRATEGY_DIRECT,
+                       2).staged_copies);
+    setenv("OMPBATCH_STRATEGY", "direct", 1);
+    ob_config_reload();
+    EXPECT_EQ(0u, move(kLanes[H2D_PAGEABLE], random_sizes(64, 300, 1), 0, 2).staged_copies);
+    unsetenv("OMPBATCH_STRATEGY");
+    ob_config_reload();
+    ompbatch_batch *b = nullptr;
+    ompbatch_batch_options o = with_strategy(7);
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, 0, nullptr, &o));
+    EXPECT_TRUE(message_has("options->strategy is 7"));
+}
+
+TEST_F(Strategy, AutoFollowsTheModel)
+{
+    // Built-in H200 model: 64 pageable 256-byte pieces cost far less staged.
+    ompbatch_stats s = move(kLanes[H2D_PAGEABLE], std::vector<size_t>(64, 256),
+                            OMPBATCH_STRATEGY_AUTO, 9);
+    EXPECT_EQ(64u, s.staged_copies);
+    // Made expensive, staging loses, and the description shows the prediction.
+    setenv("OMPBATCH_COST", "h2d_pageable.staged.fixed=100000", 1);
+    ob_config_reload();
+    ob_cost_reset_for_testing();
+    EXPECT_EQ(0u, move(kLanes[H2D_PAGEABLE], std::vector<size_t>(64, 256), OMPBATCH_STRATEGY_AUTO,
+                       9).staged_copies);
+    Buffer host(PAGEABLE, 8192), dev(DEVICE, 8192);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 512, 0, host.ptr + i * 512, H,
+                                                  256, 0));
+    char text[4096];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(b.b, text, sizeof(text), nullptr));
+    EXPECT_NE(nullptr, std::strstr(text, "strategy: level 0, H2D pageable, 4 copies: 0 staged"))
+        << text;
+    EXPECT_NE(nullptr, std::strstr(text, "OMPBATCH_COST")) << text;
+}
+
+TEST_F(Strategy, AutoKeepsLargePinnedPiecesDirect)
+{
+    ompbatch_stats s = move(kLanes[H2D_PINNED], std::vector<size_t>(4, 4 << 20),
+                            OMPBATCH_STRATEGY_AUTO, 4);
+    EXPECT_EQ(0u, s.staged_copies);
+    EXPECT_EQ(1u, s.batch_calls);
+}
+
+TEST_F(Strategy, StagingIsReusedAndConcurrentBatchesGetTheirOwn)
+{
+    move(kLanes[H2D_PAGEABLE], std::vector<size_t>(16, 1000), OMPBATCH_STRATEGY_STAGED, 1);
+    ob_staging_totals first;
+    ob_staging_get_totals(&first);
+    EXPECT_EQ(1u, first.regions);
+    EXPECT_EQ(0u, first.in_use);
+    move(kLanes[D2H_PAGEABLE], std::vector<size_t>(16, 900), OMPBATCH_STRATEGY_STAGED, 2);
+    ob_staging_totals again;
+    ob_staging_get_totals(&again);
+    EXPECT_EQ(first.allocations, again.allocations) << "the second batch allocated staging";
+
+    // Two batches in flight at once hold two regions.
+    Buffer host(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
+    host.fill(3);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch a(0, nullptr, &o), c(0, nullptr, &o);
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(a.b, dev.ptr + i * 100, 0, host.ptr + i * 100,
+                                                  H, 50, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(c.b, dev.ptr + 20000 + i * 100, 0,
+                                                  host.ptr + 20000 + i * 100, H, 50, 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(a.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(c.b));
+    ob_staging_totals busy;
+    ob_staging_get_totals(&busy);
+    EXPECT_EQ(2u, busy.in_use);
+    EXPECT_EQ(2u, busy.regions);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(a.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(c.b));
+    ob_staging_get_totals(&busy);
+    EXPECT_EQ(0u, busy.in_use);
+    for (int i = 0; i < 8; i++) {
+        EXPECT_EQ(0, std::memcmp(dev.ptr + i * 100, host.ptr + i * 100, 50));
+        EXPECT_EQ(0, std::memcmp(dev.ptr + 20000 + i * 100, host.ptr + 20000 + i * 100, 50));
+    }
+}
+
+TEST_F(Strategy, ExhaustedStagingSendsThePiecesDirect)
+{
+    setenv("OMPBATCH_STAGING_MB", "0", 1);
+    ob_config_reload();
+    ompbatch_stats s = move(kLanes[D2H_PAGEABLE], random_sizes(30, 5000, 4),
+                            OMPBATCH_STRATEGY_STAGED, 6);
+    EXPECT_EQ(30u, s.staging_refused);
+    EXPECT_TRUE(s.paths & OMPBATCH_PATH_PER_COPY);
+    EXPECT_EQ(0u, s.kernel_launches);
+    // Staging bigger than the cap allows is refused too, smaller is granted.
+    setenv("OMPBATCH_STAGING_MB", "1", 1);
+    ob_config_reload();
+    EXPECT_EQ(40u, move(kLanes[H2D_PAGEABLE], std::vector<size_t>(40, 40000),
+                        OMPBATCH_STRATEGY_STAGED, 7).staging_refused);
+    EXPECT_EQ(0u, move(kLanes[H2D_PAGEABLE], std::vector<size_t>(40, 4000),
+                       OMPBATCH_STRATEGY_STAGED, 8).staging_refused);
+}
+
+TEST_F(Strategy, AKernelThatDoesNotLoadSendsThePiecesDirect)
+{
+    ASSERT_EQ(0, fake().inject_failure("cuModuleLoadData", 1, CUDA_ERROR_INVALID_IMAGE));
+    ompbatch_stats s = move(kLanes[H2D_PINNED], random_sizes(20, 3000, 5),
+                            OMPBATCH_STRATEGY_STAGED, 8);
+    EXPECT_EQ(20u, s.staging_refused);
+    // The device stays without the kernel: no second attempt.
+    s = move(kLanes[D2D], random_sizes(20, 3000, 6), OMPBATCH_STRATEGY_STAGED, 9);
+    EXPECT_EQ(20u, s.staging_refused);
+    EXPECT_EQ(1, fake().call_count("cuModuleLoadData"));
+}
+
+TEST_F(Strategy, AFailedLaunchIsReportedAndTheNextBatchWorks)
+{
+    Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 512, 0, host.ptr + i * 512,
+                                                  H, 100, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(b.b));
+    EXPECT_TRUE(message_has("copy kernel")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("cuLaunchKernel failed: CUDA_ERROR_OUT_OF_MEMORY"))
+        << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+    ob_staging_totals t;
+    ob_staging_get_totals(&t);
+    EXPECT_EQ(0u, t.in_use) << "a failed submit kept its staging";
+    EXPECT_EQ(16u, move(kLanes[H2D_PAGEABLE], random_sizes(16, 700, 2), OMPBATCH_STRATEGY_STAGED,
+                        3).staged_copies);
+}
+
+TEST_F(Strategy, AFailedWaitLeavesPageableDestinationsUntouched)
+{
+    Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);
+    dev.fill(1);
+    std::vector<unsigned char> before(host.ptr, host.ptr + host.bytes);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr + i * 512, H, dev.ptr + i * 512,
+                                                  0, 100, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b));
+    // Gathered bytes reach pageable destinations only at the wait.
+    EXPECT_EQ(0, std::memcmp(before.data(), host.ptr, host.bytes));
+    fake().fail_next_sync(CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(b.b));
+    EXPECT_EQ(0, std::memcmp(before.data(), host.ptr, host.bytes));
+}
+
+TEST_F(Strategy, PackedSourcesAreReadDuringSubmit)
+{
+    Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);
+    host.fill(4);
+    std::vector<unsigned char> sent(host.ptr, host.ptr + host.bytes);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 512, 0, host.ptr + i * 512,
+                                                  H, 300, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b));
+    std::memset(host.ptr, 0x11, host.bytes); // the caller reuses its buffer
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+    for (int i = 0; i < 4; i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + i * 512, &sent[i * 512], 300));
+}
+
+TEST_F(Strategy, DependentLevelsStageInOrder)
+{
+    // host A -> device X (level 0), device X -> host B (level 1), both staged.
+    Buffer a(PAGEABLE, 8192), x(DEVICE, 8192), bb(PAGEABLE, 8192);
+    a.fill(5);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, x.ptr + i * 1000, 0, a.ptr + i * 1000, H,
+                                                  777, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, bb.ptr + i * 1000 + 1, H, x.ptr + i * 1000,
+                                                  0, 777, 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+    for (int i = 0; i < 8; i++)
+        EXPECT_EQ(0, std::memcmp(bb.ptr + i * 1000 + 1, a.ptr + i * 1000, 777)) << i;
+    EXPECT_EQ(16u, b.stats().staged_copies);
+}
+
+TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
+{
+    char dir[] = "/tmp/ompbatch_cost_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(dir));
+    std::string cache = std::string(dir) + "/nested";
+    setenv("OMPBATCH_COST_CACHE", cache.c_str(), 1);
+    setenv("OMPBATCH_CALIBRATE", "force", 1);
+    ob_config_reload();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    const ob_cost_model *m = ob_cost_model_for(0);
+    EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
+    ob_cost_reset_for_testing();
+    setenv("OMPBATCH_CALIBRATE", "1", 1);
+    ob_config_reload();
+    fake().reset();
+    m = ob_cost_model_for(0);
+    EXPECT_NE(nullptr, std::strstr(m->source, "cache")) << m->source;
+    EXPECT_EQ(0, fake().call_count("cuLaunchKernel")) << "a cached model was measured again";
+    // A damaged cache is measured again (and rewritten).
+    std::string file = std::string(m->source).substr(6);
+    FILE *f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    std::fputs("ompbatch-cost-model 1\nh2d_pinned direct 1 2\n", f);
+    std::fclose(f);
+    ob_cost_reset_for_testing();
+    m = ob_cost_model_for(0);
+    EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
+    ob_cost_model reread;
+    EXPECT_EQ(OMPBATCH_OK, ob_cost_read(&reread, file.c_str())) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ob_cost_reset_for_testing();
+    setenv("OMPBATCH_CALIBRATE", "0", 1);
+    setenv("OMPBATCH_COST_CACHE", "off", 1);
+    ob_config_reload();
+    std::remove(file.c_str());
+    rmdir(cache.c_str());
+    rmdir(dir);
+}
+
+TEST(CostModel, OverridesAreCheckedWhole)
+{
+    ob_cost_model m;
+    ob_cost_builtin(&m);
+    EXPECT_EQ(2, ob_cost_apply_overrides(&m, "d2d.staged.fixed=3.5,h2d_pinned.direct.4096=9"));
+    EXPECT_DOUBLE_EQ(3.5, m.curve[OB_LANE_D2D][OB_WAY_STAGED].fixed_us);
+    EXPECT_DOUBLE_EQ(9.0, m.curve[OB_LANE_H2D_PINNED][OB_WAY_DIRECT].piece_us[2]);
+    const char *bad[] = {"d2d.staged.fixed", "x.staged.fixed=1", "d2d.sideways.fixed=1",
+                         "d2d.staged.1000=1", "d2d.staged.fixed=-1", "d2d.staged.fixed=abc"};
+    for (const char *text : bad) {
+        ob_cost_model before = m;
+        EXPECT_LT(ob_cost_apply_overrides(&m, text), 0) << text;
+        EXPECT_EQ(0, std::memcmp(&before, &m, sizeof(m))) << text;
+        EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "OMPBATCH_COST")) << text;
+    }
+    // Between measured sizes the cost is interpolated; past the largest it scales with size.
+    const ob_cost_curve &c = m.curve[OB_LANE_D2H_PINNED][OB_WAY_DIRECT];
+    double mid = ob_cost_piece(&c, (4096 + 65536) / 2);
+    EXPECT_DOUBLE_EQ((c.piece_us[2] + c.piece_us[3]) / 2, mid);
+    EXPECT_DOUBLE_EQ(4 * c.piece_us[4], ob_cost_piece(&c, 4 << 20));
+}
+
+TEST(Workers, EveryPartRunsOnce)
+{
+    static std::atomic<int> hits[37];
+    for (auto &h : hits)
+        h = 0;
+    ob_workers_run([](void *, size_t part, size_t) { hits[part]++; }, nullptr, 37);
+    for (auto &h : hits)
+        EXPECT_EQ(1, h.load());
+    // Large moves split across threads land byte-exact.
+    std::vector<unsigned char> src = random_bytes(3 << 20, 5), dst(3 << 20, 0xEE);
+    std::vector<ob_host_move> moves;
+    for (size_t at = 0; at < src.size();) {
+        size_t n = 1 + (at * 7919) % 300000;
+        n = at + n > src.size() ? src.size() - at : n;
+        moves.push_back({&dst[at], &src[at], n});
+        at += n;
+    }
+    ob_host_moves_run(moves.data(), moves.size());
+    EXPECT_EQ(src, dst);
+}
+
+} // namespace
