@@ -93,7 +93,11 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count);
  * exec->driver is set. */
 int ob_exec_run(ob_exec *exec, const ob_plan *plan);
 
-/* Waits for the device work of the batch (no-op when none is outstanding). */
+/* Whether a wait has anything to do: device work, staging held or unpacks owed. */
+int ob_exec_pending(const ob_exec *exec);
+
+/* Waits for the device work of the batch (no-op when none is outstanding), then moves the
+ * staged unpacks and gives the staging back. */
 int ob_exec_wait(ob_exec *exec);
 
 /* Waits for everything enqueued on stream: polls for OMPBATCH_WAIT_POLL_US, then blocks. */

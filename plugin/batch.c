@@ -294,9 +294,10 @@ static int build_plan(ompbatch_batch *batch)
         break;
     }
     /* The model is built (calibrated) on the first plan that could use it: two or more
-     * device copies, automatic strategy. */
+     * device copies, or a large one, automatic strategy. */
     if (params.driver != NULL && params.strategy == OB_STRATEGY_AUTO && !params.disabled &&
-        batch->count > 1)
+        (batch->count > 1 ||
+         (batch->count == 1 && batch->copies[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
         params.cost = ob_cost_model_for(batch->device.ordinal);
     return ob_plan_build(&batch->plan, batch->copies, batch->count, &params);
 }
@@ -383,7 +384,7 @@ int ompbatch_batch_wait(ompbatch_batch *batch)
 {
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
-    if (!batch->exec.stream_busy)
+    if (!ob_exec_pending(&batch->exec))
         return OMPBATCH_OK;
     return with_context(batch, wait_exec);
 }
@@ -392,7 +393,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
 {
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
-    int status = batch->exec.stream_busy ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     batch->count = 0;
     batch->state = BATCH_OPEN;
     batch->exec.done = 0;
@@ -426,7 +427,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
 {
     if (batch == NULL)
         return OMPBATCH_OK;
-    int status = batch->exec.stream_busy ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     ob_plan_free(&batch->plan);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);

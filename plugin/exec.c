@@ -30,9 +30,9 @@ static int run_step(ob_exec *exec, const ob_plan *plan, size_t s)
 }
 
 /* Steps of one level are independent. Device steps of a new level are ordered after the
- * previous level by the stream; host steps wait for the stream themselves. A level's staged
- * step (sorted last) is prepared first, so that its bulk copies join the level's batch call,
- * and finished last. */
+ * previous level by the stream; host steps (sorted first) wait for the stream themselves, so
+ * they run before the level's staged work starts. The staged step (sorted last) is prepared
+ * next, so that its bulk copies join the level's batch call, and finished last. */
 int ob_exec_run(ob_exec *exec, const ob_plan *plan)
 {
     size_t begin = 0;
@@ -41,8 +41,13 @@ int ob_exec_run(ob_exec *exec, const ob_plan *plan)
         while (end < plan->step_count && plan->steps[end].level == plan->steps[begin].level)
             end++;
         int staged = plan->steps[end - 1].route == OB_ROUTE_STAGED;
-        int status = staged ? run_step(exec, plan, end - 1) : OMPBATCH_OK;
-        for (size_t s = begin; s < end - (size_t)staged && status == OMPBATCH_OK; s++)
+        size_t s = begin;
+        int status = OMPBATCH_OK;
+        for (; s < end && plan->steps[s].route == OB_ROUTE_HOST && status == OMPBATCH_OK; s++)
+            status = run_step(exec, plan, s);
+        if (status == OMPBATCH_OK && staged)
+            status = run_step(exec, plan, end - 1);
+        for (; s < end - (size_t)staged && status == OMPBATCH_OK; s++)
             status = run_step(exec, plan, s);
         if (status == OMPBATCH_OK && staged)
             status = ob_staged_finish(exec);
@@ -56,6 +61,11 @@ int ob_exec_run(ob_exec *exec, const ob_plan *plan)
         begin = end;
     }
     return OMPBATCH_OK;
+}
+
+int ob_exec_pending(const ob_exec *exec)
+{
+    return exec->stream_busy || exec->staging != NULL || exec->move_count > 0;
 }
 
 static uint64_t now_ns(void)

@@ -486,10 +486,12 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
     return OMPBATCH_OK;
 }
 
-/* A lone device copy goes to cuMemcpyAsync whatever its memory is, so classifying it would
- * only add two driver queries to the cheapest and most common case (one small item). The
+/* A lone small device copy goes to cuMemcpyAsync whatever its memory is, so classifying it
+ * would only add two driver queries to the cheapest and most common case (one small item). The
  * driver still checks its pointers; only ompbatch's own kind-versus-device-number check is
- * skipped. */
+ * skipped. A lone large copy is classified: from or into pageable memory the staged strategy
+ * can move it several times faster than the driver's own bounce buffers. */
+
 static void plan_lone_copy(ob_plan *plan)
 {
     ob_copy *copy = &plan->copies[0];
@@ -525,7 +527,9 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
         if ((status = check_self_overlap(&plan->copies[plan->count++])) != OMPBATCH_OK)
             goto fail;
     }
-    if (params->driver != NULL && plan->count == 1) {
+    if (params->driver != NULL && plan->count == 1 &&
+        (plan->copies[0].bytes < OB_LONE_STAGED_MIN_BYTES || params->disabled ||
+         params->strategy == OB_STRATEGY_DIRECT)) {
         plan_lone_copy(plan);
         return build_steps(plan, params);
     }

@@ -71,6 +71,9 @@ typedef struct ob_plan {
     ob_plan_scratch scratch;
 } ob_plan;
 
+/* A lone copy smaller than this is not classified (plan.c, plan_lone_copy): never staged. */
+#define OB_LONE_STAGED_MIN_BYTES ((size_t)256 << 10)
+
 /* Staged pieces that need staging memory (pack and gather), per level and submit. */
 #define OB_STAGED_LEVEL_BYTES ((size_t)64 << 20)
 

@@ -264,6 +264,17 @@ TEST_F(Strategy, AutoFollowsTheModel)
     EXPECT_NE(nullptr, std::strstr(text, "OMPBATCH_COST")) << text;
 }
 
+TEST_F(Strategy, ALoneLargePageableCopyIsStagedAndASmallOneIsNot)
+{
+    ompbatch_stats s = move(kLanes[H2D_PAGEABLE], {4 << 20}, OMPBATCH_STRATEGY_AUTO, 12);
+    EXPECT_EQ(1u, s.staged_copies);
+    s = move(kLanes[D2H_PAGEABLE], {3 << 20}, OMPBATCH_STRATEGY_STAGED, 13);
+    EXPECT_EQ(1u, s.staged_copies);
+    s = move(kLanes[H2D_PAGEABLE], {100000}, OMPBATCH_STRATEGY_STAGED, 14);
+    EXPECT_EQ(0u, s.staged_copies) << "a lone small copy is never classified";
+    EXPECT_EQ(1u, s.driver_calls);
+}
+
 TEST_F(Strategy, AutoKeepsLargePinnedPiecesDirect)
 {
     ompbatch_stats s = move(kLanes[H2D_PINNED], std::vector<size_t>(4, 4 << 20),
@@ -415,6 +426,32 @@ TEST_F(Strategy, DependentLevelsStageInOrder)
     for (int i = 0; i < 8; i++)
         EXPECT_EQ(0, std::memcmp(bb.ptr + i * 1000 + 1, a.ptr + i * 1000, 777)) << i;
     EXPECT_EQ(16u, b.stats().staged_copies);
+}
+
+TEST_F(Strategy, HostCopiesBesideStagedOnesInOneLevel)
+{
+    // Host-to-host copies run on the calling thread; they must not end the level's staged
+    // work early (the gathered bytes are unpacked only after the bulk copy).
+    Buffer dev(DEVICE, 8192), out(PAGEABLE, 8192), a(PAGEABLE, 8192), c(PAGEABLE, 8192);
+    dev.fill(8);
+    a.fill(9);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 6; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, out.ptr + i * 1000, H, dev.ptr + i * 1000,
+                                                  0, 600, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, c.ptr + i * 1000, H, a.ptr + i * 1000, H,
+                                                  500, 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+    for (int i = 0; i < 6; i++) {
+        EXPECT_EQ(0, std::memcmp(out.ptr + i * 1000, dev.ptr + i * 1000, 600)) << i;
+        EXPECT_EQ(0, std::memcmp(c.ptr + i * 1000, a.ptr + i * 1000, 500)) << i;
+    }
+    ompbatch_stats s = b.stats();
+    EXPECT_EQ(6u, s.staged_copies);
+    EXPECT_TRUE(s.paths & OMPBATCH_PATH_HOST);
 }
 
 TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
