@@ -173,19 +173,20 @@ static int check_pointer(size_t index, const char *what, const void *ptr, size_t
     return OMPBATCH_OK;
 }
 
-static int append(ompbatch_batch *batch, const ob_copy *copy)
+/* A slot at the end of the batch's copies; the caller fills it and then counts it. */
+static ob_copy *next_slot(ompbatch_batch *batch)
 {
     if (batch->count == batch->capacity) {
         size_t capacity = batch->capacity ? batch->capacity * 2 : 64;
         ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies",
-                           capacity);
+        if (grown == NULL) {
+            ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies", capacity);
+            return NULL;
+        }
         batch->copies = grown;
         batch->capacity = capacity;
     }
-    batch->copies[batch->count++] = *copy;
-    return OMPBATCH_OK;
+    return &batch->copies[batch->count];
 }
 
 int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
@@ -195,23 +196,29 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
     if (status != OMPBATCH_OK)
         return status;
     size_t index = batch->count;
-    ob_copy copy;
-    memset(&copy, 0, sizeof(copy));
-    copy.dst = (uintptr_t)dst;
-    copy.src = (uintptr_t)src;
-    copy.bytes = bytes;
-    copy.map_type = map_type;
-    copy.index = index;
-    copy.merged = 1;
+    ob_side dst_side, src_side;
     if (bytes > 0 && ((status = check_pointer(index, "dst", dst, bytes)) != OMPBATCH_OK ||
                       (status = check_pointer(index, "src", src, bytes)) != OMPBATCH_OK))
         return status;
-    if ((status = resolve_side(batch, index, "dst_device_num", dst_device_num, &copy.dst_side)) !=
+    if ((status = resolve_side(batch, index, "dst_device_num", dst_device_num, &dst_side)) !=
             OMPBATCH_OK ||
-        (status = resolve_side(batch, index, "src_device_num", src_device_num, &copy.src_side)) !=
+        (status = resolve_side(batch, index, "src_device_num", src_device_num, &src_side)) !=
             OMPBATCH_OK)
         return status;
-    return append(batch, &copy);
+    ob_copy *copy = next_slot(batch);
+    if (copy == NULL)
+        return OMPBATCH_ERR_NO_MEMORY;
+    /* Only what the caller gave: planning fills in the rest (add is the hot path). */
+    copy->dst = (uintptr_t)dst;
+    copy->src = (uintptr_t)src;
+    copy->bytes = bytes;
+    copy->map_type = map_type;
+    copy->dst_side = dst_side;
+    copy->src_side = src_side;
+    copy->index = index;
+    copy->merged = 1;
+    batch->count++;
+    return OMPBATCH_OK;
 }
 
 int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t bytes,

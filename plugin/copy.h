@@ -58,6 +58,7 @@ typedef enum ob_stage_how {
     OB_STAGE_GATHER        /* D2H: kernel gather, bulk copy, CPU unpack at the wait */
 } ob_stage_how;
 
+/* The API fills the fields up to `merged`; planning fills the rest. */
 typedef struct ob_copy {
     uintptr_t dst;
     uintptr_t src;

@@ -122,8 +122,17 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
         *out = cache->ranges[cache->last].info;
         return OMPBATCH_OK;
     }
+    if (cache->other < cache->count && cache->ranges[cache->other].start <= ptr &&
+        ptr < cache->ranges[cache->other].end) {
+        size_t hit = cache->other;
+        cache->other = cache->last;
+        cache->last = hit;
+        *out = cache->ranges[hit].info;
+        return OMPBATCH_OK;
+    }
     size_t at = lower_bound(cache, ptr);
     if (at < cache->count && cache->ranges[at].start <= ptr) {
+        cache->other = cache->last;
         cache->last = at;
         *out = cache->ranges[at].info;
         return OMPBATCH_OK;
@@ -148,6 +157,7 @@ void ob_mem_cache_clear(ob_mem_cache *cache)
 {
     cache->count = 0;
     cache->last = 0;
+    cache->other = 0;
 }
 
 void ob_mem_cache_free(ob_mem_cache *cache)

@@ -17,6 +17,8 @@ typedef struct ob_mem_cache {
     size_t count;
     size_t capacity;
     size_t last;          /* index of the last range found: neighbouring copies share one */
+    size_t other;         /* the one before it: copies alternate between a source and a
+                             destination allocation */
 } ob_mem_cache;
 
 /* Fills *out for ptr. Allocations the driver knows are cached by their whole range; pageable
