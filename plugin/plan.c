@@ -165,12 +165,39 @@ static void sort_unless_sorted(void *base, size_t count, size_t size,
     }
 }
 
+/* Memory a destination and a source could share: device, managed, or host (pageable and
+ * pinned together: a pageable range is not known to end where a pinned one starts). */
+static unsigned memory_class(const ob_mem_info *mem)
+{
+    return mem->kind == OB_MEM_DEVICE ? 1u : mem->kind == OB_MEM_MANAGED ? 2u : 4u;
+}
+
+/* The common batch, all in one direction, in address order, none overlapping, has one level:
+ * when no source can lie in memory of a destination's class and the destinations are in
+ * address order without overlap, this is known in one pass. */
+static int obviously_one_level(const ob_copy *copies, size_t count)
+{
+    unsigned dst_classes = 0, src_classes = 0;
+    for (size_t i = 0; i < count; i++) {
+        dst_classes |= memory_class(&copies[i].dst_mem);
+        src_classes |= memory_class(&copies[i].src_mem);
+        if (i > 0 && copies[i].dst < copies[i - 1].dst + copies[i - 1].bytes)
+            return 0;
+    }
+    return (dst_classes & src_classes) == 0;
+}
+
 static int compute_levels(ob_plan_scratch *scratch, ob_copy *copies, size_t count,
                           unsigned *levels_out)
 {
     *levels_out = count ? 1 : 0;
     if (count == 0)
         return OMPBATCH_OK;
+    if (obviously_one_level(copies, count)) {
+        for (size_t i = 0; i < count; i++)
+            copies[i].level = 0;
+        return OMPBATCH_OK;
+    }
     int status = reserve((void **)&scratch->intervals, &scratch->interval_capacity, 4 * count,
                          sizeof(*scratch->intervals));
     if (status != OMPBATCH_OK)
