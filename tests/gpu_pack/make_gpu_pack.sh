@@ -56,11 +56,15 @@ add_binary() {
     chmod 0755 "$dst"
 
     local needed=""
-    if command -v readelf >/dev/null 2>&1; then
+    if [ "$(head -c 2 "$dst")" = "#!" ]; then
+        needed="(script)"
+    elif command -v readelf >/dev/null 2>&1; then
         needed=$(readelf -d "$dst" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
             tr '\n' ' ')
     fi
-    if command -v ldd >/dev/null 2>&1; then
+    if [ "$needed" = "(script)" ]; then
+        :
+    elif command -v ldd >/dev/null 2>&1; then
         local deps
         deps=$(ldd "$dst" 2>&1 || true)
         if grep -q "not found" <<<"$deps" || grep -Eq "_solib_|bazel-out|/execroot/" <<<"$deps"; then
