@@ -234,16 +234,20 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if (exec->staging != NULL && (status = ob_exec_wait(exec)) != OMPBATCH_OK)
         return status;
     if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
-                           pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
+                           second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     if ((status = reserve_moves(exec, step->end - step->begin)) != OMPBATCH_OK)
         return status;
+    /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
+     * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
+     * mapped at its host address under unified addressing); the scatter's table travels to the
+     * device with the packed pieces, in the same bulk copy. */
     unsigned char *host = exec->staging->host;
-    /* cuMemAllocHost memory is mapped at its host address (unified addressing). */
     ob_piece *first = (ob_piece *)host, *second = (ob_piece *)(host + first_table);
     unsigned char *pack_host = host + first_table + second_table;
     unsigned char *gather_host = pack_host + pack_area;
-    CUdeviceptr pack_device = exec->staging->device, gather_device = pack_device + pack_area;
+    CUdeviceptr second_device = exec->staging->device;
+    CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
     size_t packs = 0;
     exec->unpack_begin = step->end - step->begin; /* packs first, unpacks after them */
@@ -292,9 +296,9 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     /* From here the unpacks are owed at the wait. */
     exec->move_count = u;
     if (pack_cursor > 0) {
-        exec->extra_dsts[exec->extra_count] = pack_device;
-        exec->extra_srcs[exec->extra_count] = (CUdeviceptr)(uintptr_t)pack_host;
-        exec->extra_sizes[exec->extra_count++] = pack_cursor;
+        exec->extra_dsts[exec->extra_count] = second_device;
+        exec->extra_srcs[exec->extra_count] = (CUdeviceptr)(uintptr_t)second;
+        exec->extra_sizes[exec->extra_count++] = second_table + pack_cursor;
     }
     if (gather_cursor > 0) {
         exec->extra_dsts[exec->extra_count] = (CUdeviceptr)(uintptr_t)gather_host;
@@ -302,7 +306,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         exec->extra_sizes[exec->extra_count++] = gather_cursor;
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
-    exec->scatter_table = (CUdeviceptr)(uintptr_t)second;
+    exec->scatter_table = second_device;
     exec->scatter_count = n_second;
     for (size_t i = step->begin; i < step->end; i++)
         exec->staged.bytes += plan->copies[i].bytes;
@@ -319,7 +323,9 @@ int ob_exec_flush_extras(ob_exec *exec)
     if (n == 0)
         return OMPBATCH_OK;
     int status = OMPBATCH_OK;
-    if (driver->form == OMPBATCH_FORM_V13000 || driver->form == OMPBATCH_FORM_V12080) {
+    /* With no direct copies in the level, the copy-engine part may be one bulk copy: a batch
+     * of one gains nothing, and cuMemcpyAsync costs the hook's small constructs less. */
+    if (n > 1 && (driver->form == OMPBATCH_FORM_V13000 || driver->form == OMPBATCH_FORM_V12080)) {
         CUmemcpyAttributes attr;
         memset(&attr, 0, sizeof(attr));
         attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;

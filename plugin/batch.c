@@ -272,7 +272,9 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
     return ompbatch_batch_add(batch, host_ptr, OMPBATCH_HOST_DEVICE, first, dev, bytes, map_type);
 }
 
-static int build_plan(ompbatch_batch *batch)
+/* Plans the batch's copies; `take` hands the copies' array to the plan instead of copying it
+ * (submit: nothing reads the added copies afterwards, only their count). */
+static int plan_copies(ompbatch_batch *batch, int take)
 {
     const ob_config *config = ob_config_get();
     ob_plan_params params;
@@ -306,7 +308,15 @@ static int build_plan(ompbatch_batch *batch)
         (batch->count > 1 ||
          (batch->count == 1 && batch->copies[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
         params.cost = ob_cost_model_for(batch->device.ordinal);
+    if (take)
+        return ob_plan_build_from(&batch->plan, &batch->copies, &batch->capacity, batch->count,
+                                  &params);
     return ob_plan_build(&batch->plan, batch->copies, batch->count, &params);
+}
+
+static int build_plan(ompbatch_batch *batch)
+{
+    return plan_copies(batch, 0);
 }
 
 /* Runs fn with the batch device's context current (CUDA batches only). */
@@ -361,7 +371,7 @@ static void update_stats(ompbatch_batch *batch)
 
 static int plan_and_run(ompbatch_batch *batch)
 {
-    int status = build_plan(batch);
+    int status = plan_copies(batch, 1);
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
                batch->device.number, batch->count, batch->plan.count, batch->plan.step_count,

@@ -1,6 +1,6 @@
 /* The cost model's calibration: times each lane's pieces moved directly and staged, through
- * the library's own batches with the strategy forced, at the model's piece sizes. About a
- * tenth of a second on an H200; done once per device model and driver (cost.c caches it). */
+ * the library's own batches with the strategy forced, at the model's piece sizes. About half a
+ * second on an H200; done once per device model and driver (cost.c caches it). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +13,15 @@
 #include "error.h"
 #include "log.h"
 
-#define RUNS 3           /* timed, after one warm-up; the median counts */
+#define RUNS 5           /* timed, after one warm-up; the median counts */
+#define WARM_UP_ROUNDS 30 /* bulk copies each way before anything is timed */
 #define FIXED_PIECES 2   /* the probe that measures the fixed part */
 #define GAP 64           /* between pieces, so no two merge */
 
-/* Pieces per probe at each of ob_cost_sizes: enough to reach the steady state per piece. */
-static const size_t probe_pieces[OB_COST_SIZES] = {256, 256, 256, 32, 8};
+/* Pieces per probe at each of ob_cost_sizes: megabytes of them, where the pack threads and the
+ * bus reach their steady throughput (smaller probes measured half the H200's staged
+ * bandwidth for 64 KiB pieces), and many small ones, where the cost per piece shows. */
+static const size_t probe_pieces[OB_COST_SIZES] = {1024, 1024, 1024, 128, 16};
 
 typedef struct buffers {
     CUdeviceptr device_a;
@@ -177,6 +180,27 @@ static int measure_curve(const buffers *b, ob_lane lane, ob_way way, int ordinal
     return OMPBATCH_OK;
 }
 
+/* An idle GPU and bus run slower for their first milliseconds of work (clocks and link power
+ * states ramp up): moved through bulk copies before anything is timed. */
+static int warm_up(const ob_driver *driver, const buffers *b, int ordinal)
+{
+    CUstream stream = NULL;
+    int status = OMPBATCH_OK;
+    for (int round = 0; round < WARM_UP_ROUNDS && status == OMPBATCH_OK; round++) {
+        if (stream == NULL && (status = ob_driver_own_stream(ordinal, &stream)) !=
+                                  OMPBATCH_OK)
+            break;
+        status = OB_CU(driver, cuMemcpyAsync, b->device_a, (CUdeviceptr)(uintptr_t)b->pinned,
+                       b->size, stream);
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)(uintptr_t)b->pinned, b->device_b,
+                           b->size, stream);
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuStreamSynchronize, stream);
+    }
+    return status;
+}
+
 int ob_cost_calibrate(int ordinal, ob_cost_model *model)
 {
     const ob_driver *driver = ob_driver_get();
@@ -187,6 +211,10 @@ int ob_cost_calibrate(int ordinal, ob_cost_model *model)
     if (status != OMPBATCH_OK)
         return status;
     double start = now_us();
+    if ((status = warm_up(driver, &b, ordinal)) != OMPBATCH_OK) {
+        free_buffers(driver, &b);
+        return status;
+    }
     ob_cost_model measured;
     memset(&measured, 0, sizeof(measured));
     for (int lane = 0; lane < OB_LANE_COUNT && status == OMPBATCH_OK; lane++)

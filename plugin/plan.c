@@ -65,6 +65,31 @@ static int check_self_overlap(const ob_copy *copy)
     return OMPBATCH_OK;
 }
 
+/* Whether [ptr, ptr + bytes) lies in the known allocation of mem. */
+static int inside(const ob_mem_info *mem, uintptr_t ptr, size_t bytes)
+{
+    return mem->range_size > 0 && ptr >= mem->range_start &&
+           ptr - mem->range_start < mem->range_size &&
+           bytes <= mem->range_size - (ptr - mem->range_start);
+}
+
+/* A copy between the same two allocations as the previous one, with the same sides and map
+ * type, is classified the same: its checks are the ones the previous copy passed, and its
+ * attributes depend on nothing else. Copies usually come in such runs, and planning is per copy
+ * on the hot path. */
+static int classify_like(const ob_copy *prev, ob_copy *copy)
+{
+    if (prev == NULL || prev->map_type != copy->map_type || prev->dst_side != copy->dst_side ||
+        prev->src_side != copy->src_side || !inside(&prev->dst_mem, copy->dst, copy->bytes) ||
+        !inside(&prev->src_mem, copy->src, copy->bytes))
+        return 0;
+    copy->dst_mem = prev->dst_mem;
+    copy->src_mem = prev->src_mem;
+    copy->category = prev->category;
+    copy->attr = prev->attr;
+    return 1;
+}
+
 static int classify(const ob_plan_params *params, ob_copy *copy)
 {
     int status = ob_mem_classify(params->driver, params->cache, copy->dst, &copy->dst_mem);
@@ -398,14 +423,18 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     /* Candidates: pieces the model says are cheaper staged (every piece when forced), while
      * the level's staging lasts. */
     size_t budget = OB_STAGED_LEVEL_BYTES - *level_bytes, used = 0;
+    size_t priced = 0; /* pieces usually share a size: price each size once */
+    double d = 0.0, s = 0.0;
     for (size_t i = begin; i < end; i++) {
         ob_copy *c = &copies[i];
         c->stage_how = stage_how(c);
         int candidate = decision.forced;
-        double d = 0.0, s = 0.0;
         if (direct != NULL) {
-            d = ob_cost_piece(direct, c->bytes);
-            s = ob_cost_piece(staged, c->bytes);
+            if (c->bytes != priced) {
+                d = ob_cost_piece(direct, c->bytes);
+                s = ob_cost_piece(staged, c->bytes);
+                priced = c->bytes;
+            }
             candidate = candidate || s < d;
         }
         size_t need = c->stage_how == OB_STAGE_IN_PLACE ? 0 : c->bytes + 64;
@@ -535,21 +564,50 @@ static void plan_lone_copy(ob_plan *plan)
     plan->bytes = copy->bytes;
 }
 
+static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params);
+
 int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
                   const ob_plan_params *params)
 {
     ob_plan_clear(plan);
-    plan->added = count;
     int status = reserve((void **)&plan->copies, &plan->capacity, count ? count : 1,
                          sizeof(*plan->copies));
     if (status != OMPBATCH_OK)
         return status;
+    memcpy(plan->copies, added, count * sizeof(*added));
+    return plan_added(plan, count, params);
+}
+
+int ob_plan_build_from(ob_plan *plan, ob_copy **added, size_t *capacity, size_t count,
+                       const ob_plan_params *params)
+{
+    ob_plan_clear(plan);
+    ob_copy *copies = plan->copies;
+    size_t copies_capacity = plan->capacity;
+    plan->copies = *added;
+    plan->capacity = *capacity;
+    *added = copies;
+    *capacity = copies_capacity;
+    if (plan->copies == NULL) {
+        int status = reserve((void **)&plan->copies, &plan->capacity, 1, sizeof(*plan->copies));
+        if (status != OMPBATCH_OK)
+            return status;
+    }
+    return plan_added(plan, count, params);
+}
+
+/* Plans plan->copies[0, count), the copies as added. */
+static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
+{
+    int status = OMPBATCH_OK;
+    plan->added = count;
     for (size_t i = 0; i < count; i++) {
-        if (added[i].bytes == 0) {
+        if (plan->copies[i].bytes == 0) {
             plan->zero_copies++;
             continue;
         }
-        plan->copies[plan->count] = added[i];
+        if (plan->count != i)
+            plan->copies[plan->count] = plan->copies[i];
         plan->copies[plan->count].merged = 1;
         if ((status = check_self_overlap(&plan->copies[plan->count++])) != OMPBATCH_OK)
             goto fail;
@@ -561,7 +619,9 @@ int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
         return build_steps(plan, params);
     }
     for (size_t i = 0; i < plan->count; i++) {
-        if ((status = classify(params, &plan->copies[i])) != OMPBATCH_OK)
+        const ob_copy *prev = i > 0 && params->driver != NULL ? &plan->copies[i - 1] : NULL;
+        if (!classify_like(prev, &plan->copies[i]) &&
+            (status = classify(params, &plan->copies[i])) != OMPBATCH_OK)
             goto fail;
     }
     if ((status = compute_levels(&plan->scratch, plan->copies, plan->count, &plan->levels)) !=

@@ -93,6 +93,11 @@ typedef struct ob_plan_params {
 int ob_plan_build(ob_plan *plan, const ob_copy *added, size_t count,
                   const ob_plan_params *params);
 
+/* The same, taking the caller's array instead of copying it: *added and *capacity are swapped
+ * with the plan's own array (for submit, after which the added copies are not needed). */
+int ob_plan_build_from(ob_plan *plan, ob_copy **added, size_t *capacity, size_t count,
+                       const ob_plan_params *params);
+
 /* Computes the dependency level of each copy: copy j gets one level more than every earlier
  * copy i whose ranges it conflicts with (a destination of one overlapping the source or the
  * destination of the other). Returns the number of levels (0 for no copies). */

@@ -157,10 +157,11 @@ TEST_F(Strategy, StagedMovesEveryLaneByteExact)
         EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
         bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
         EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
-        // Pack and gather lanes: one kernel plus one bulk copy in one batch call; in-place
-        // lanes: the kernel alone.
+        // Pack and gather lanes: one kernel plus the bulk copy, alone in the level's copy-engine
+        // part, so a cuMemcpyAsync; in-place lanes: the kernel alone.
         EXPECT_EQ(1u, s.kernel_launches);
-        EXPECT_EQ(packs ? 1u : 0u, s.batch_calls);
+        EXPECT_EQ(packs ? 1u : 0u, s.driver_calls);
+        EXPECT_EQ(0u, s.batch_calls);
         fake_cuda_stats after;
         fake().get_stats(&after);
         EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
@@ -198,6 +199,9 @@ TEST_F(Strategy, OneBatchCallCarriesTheDirectCopiesAndBothBulkCopies)
     EXPECT_EQ(1u, s.driver_calls);
     fake_cuda_batch_record r = last_batch();
     EXPECT_EQ(4u, r.count); // 2 direct pinned pieces + the two bulk copies
+    // The scatter's descriptor table travels with the packed pieces: the first bulk copy
+    // starts at the device staging the kernel reads its table from.
+    EXPECT_GE(r.sizes[2], 32 * sizeof(ob_piece) + 32 * small);
     // Bytes: device pieces from host_in, host_out pieces from the device, the big pieces.
     std::vector<unsigned char> want_dev = dev_before, want_out = out_before;
     for (size_t i = 0; i < 32; i++) {

@@ -3,8 +3,9 @@
 # directory holding this script, bin/, args/, tests.txt, compare.sh and lib/ (the unpacked
 # LLVM 16 runtime bundle).
 #   1. every hook test: compare.sh on the nvptx builds, with the CPU test's options plus
-#      driver_batch_calls>=1 for the programs whose batches must reach cuMemcpyBatchAsync
-#      (BATCH_CALL_TESTS);
+#      paths~kernel|batch for the programs whose constructs carry several pieces to the device
+#      (BATCH_CALL_TESTS): they must reach the copy kernel or cuMemcpyBatchAsync, not only
+#      per-copy cuMemcpyAsync;
 #   2. the hook's allocation-failure test (CUDA paths: staging, batches handed back);
 #   3. the stencil example (hook off and on, checked against a host reference);
 #   4. the hook benchmark, --json into $OUT (when set) or the current directory.
@@ -26,11 +27,11 @@ record() {
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 while read -r name program; do
     [ -n "$name" ] || continue
-    # Programs whose constructs carry several copies to the device must reach
-    # cuMemcpyBatchAsync; the others batch single copies or device-to-host groups that the
-    # routing table sends per copy.
+    # Programs whose constructs carry several copies to the device must reach the copy kernel
+    # (staged) or cuMemcpyBatchAsync (direct); the others batch single copies, which go per
+    # copy.
     case " $BATCH_CALL_TESTS " in
-    *" $name "*) extra="driver_batch_calls>=1" ;;
+    *" $name "*) extra="paths~kernel|batch" ;;
     *) extra="" ;;
     esac
     OMPBATCH_COMPARE_GPU=1 OMPBATCH_COMPARE_EXPECT="$extra" \

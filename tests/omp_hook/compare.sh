@@ -23,8 +23,9 @@
 # options:
 #   --name NAME        the program's name in the report (default: the plain binary's name)
 #   --expect EXPR      a statistics expectation for hooked+stats and preload, repeatable:
-#                      KEY>=N, KEY>N, KEY<=N, KEY<N, KEY==N, KEY!=N (numbers) or KEY=VALUE
-#                      (text), KEY a field of the line, e.g. --expect update_batched>=32
+#                      KEY>=N, KEY>N, KEY<=N, KEY<N, KEY==N, KEY!=N (numbers), KEY=VALUE
+#                      (text) or KEY~A|B (a comma-separated list holding A or B), KEY a
+#                      field of the line, e.g. --expect update_batched>=32
 #                      (state=active is expected unless --state says otherwise)
 #   --state S          the hook state expected of hooked+stats and preload (default active)
 #   --status N         the exit status the plain run must have (default 0; a program that
@@ -39,7 +40,7 @@
 #   OMPBATCH_COMPARE_TIMEOUT seconds per run (default 120)
 #   OMPBATCH_COMPARE_KEEP=1  keep every run's stdout/stderr (kept anyway when a check fails)
 #   OMPBATCH_COMPARE_EXPECT  more --expect expressions, separated by blanks (GPU runs add
-#                            driver_batch_calls>=1)
+#                            paths~kernel|batch)
 #
 # Prints one line per check ("ok ..." or "FAIL ...: why") and last
 # "omp hook compare <name>: N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
@@ -215,7 +216,7 @@ stat_value() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
 # check_expectation VARIANT LINE EXPR
 check_expectation() {
     local v=$1 line=$2 expr=$3 key op want got
-    if [[ ! "$expr" =~ ^([A-Za-z_][A-Za-z0-9_]*)(\>=|\<=|==|!=|=|\>|\<)(.+)$ ]]; then
+    if [[ ! "$expr" =~ ^([A-Za-z_][A-Za-z0-9_]*)(\>=|\<=|==|!=|=|~|\>|\<)(.+)$ ]]; then
         fail "$v: bad expectation '$expr' (want KEY>=N, KEY=VALUE, ...)"
         return
     fi
@@ -223,6 +224,19 @@ check_expectation() {
     got=$(stat_value "$line" "$key")
     if [ -z "$got" ]; then
         fail "$v: expectation $expr: the statistics line has no field '$key'"
+        return
+    fi
+    if [ "$op" = "~" ]; then
+        # Text containing one of the |-separated words, e.g. paths~kernel|batch.
+        local word
+        IFS='|' read -r -a words <<<"$want"
+        for word in "${words[@]}"; do
+            if [[ ",$got," == *",$word,"* ]]; then
+                ok "$v: $key=$got ($expr)"
+                return
+            fi
+        done
+        fail "$v: expectation $expr not met: $key=$got"
         return
     fi
     if [ "$op" = "=" ]; then
