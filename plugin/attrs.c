@@ -1,6 +1,5 @@
 #include "attrs.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #include "ompbatch.h"
@@ -52,36 +51,8 @@ void ob_attrs_infer(const ob_attr_context *context, ob_copy *copy)
                                                : CU_MEMCPY_FLAG_DEFAULT;
 }
 
-/* Attributes are always built from a zeroed struct without padding (24 bytes of four 32-bit
- * fields), so their bytes are a total order that separates every field; planning compares
- * them for every pair of neighbouring copies, so this is on the hot path. */
-_Static_assert(sizeof(CUmemcpyAttributes) == 24, "CUmemcpyAttributes has padding");
-
-typedef struct attr_words {
-    uint64_t w[3];
-} attr_words;
-
-static attr_words words_of(const CUmemcpyAttributes *a)
-{
-    attr_words words;
-    memcpy(&words, a, sizeof(words)); /* inlined: no call per comparison */
-    return words;
-}
-
-int ob_attrs_compare(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b)
-{
-    attr_words x = words_of(a), y = words_of(b);
-    for (int i = 0; i < 3; i++)
-        if (x.w[i] != y.w[i])
-            return x.w[i] < y.w[i] ? -1 : 1;
-    return 0;
-}
-
-int ob_attrs_equal(const CUmemcpyAttributes *a, const CUmemcpyAttributes *b)
-{
-    attr_words x = words_of(a), y = words_of(b);
-    return x.w[0] == y.w[0] && x.w[1] == y.w[1] && x.w[2] == y.w[2];
-}
+_Static_assert(sizeof(CUmemcpyAttributes) == 3 * sizeof(uint64_t),
+               "CUmemcpyAttributes is not the 24 bytes attrs.h compares");
 
 const char *ob_access_order_name(CUmemcpySrcAccessOrder order)
 {

@@ -24,6 +24,7 @@
 #define OB_KERNEL_MAX_BLOCKS 65535u
 /* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
 #define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
+#define OB_MOVE_PART_BYTES ((size_t)64 << 10)
 #define OB_MAX_DEVICES 64
 
 static size_t align_up(size_t value, size_t to)
@@ -97,6 +98,7 @@ static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
 
 typedef struct move_job {
     const ob_host_move *moves;
+    const size_t *starts; /* starts[i]: bytes of the moves before move i */
     size_t count;
     size_t total;
 } move_job;
@@ -107,32 +109,48 @@ static void move_part(void *arg, size_t part, size_t parts)
     const move_job *job = arg;
     size_t from = job->total / parts * part + (part < job->total % parts ? part : job->total % parts);
     size_t to = from + job->total / parts + (part < job->total % parts ? 1 : 0);
-    size_t at = 0;
-    for (size_t i = 0; i < job->count && at < to; i++) {
+    /* The last move starting at or before `from`. */
+    size_t lo = 0, hi = job->count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (job->starts[mid] <= from)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < job->count && job->starts[i] < to; i++) {
         const ob_host_move *m = &job->moves[i];
+        size_t at = job->starts[i];
         size_t begin = from > at ? from - at : 0;
         size_t end = to - at < m->bytes ? to - at : m->bytes;
         if (begin < end)
             memcpy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
-        at += m->bytes;
     }
 }
 
 void ob_host_moves_run(const ob_host_move *moves, size_t count)
 {
-    move_job job = {moves, count, 0};
+    size_t total = 0;
     for (size_t i = 0; i < count; i++)
-        job.total += moves[i].bytes;
-    size_t parts = job.total / OB_PARALLEL_MOVE_BYTES;
-    size_t threads = ob_workers_threads();
-    if (parts > threads)
-        parts = threads;
-    if (parts <= 1) {
+        total += moves[i].bytes;
+    /* Parts of 64 KiB and up, several per thread: helpers that wake late still find work. */
+    size_t parts = total / OB_MOVE_PART_BYTES;
+    size_t most = 4 * ob_workers_threads();
+    if (parts > most)
+        parts = most;
+    size_t *starts = parts > 1 && total >= OB_PARALLEL_MOVE_BYTES
+                         ? ob_malloc(count * sizeof(*starts))
+                         : NULL;
+    if (starts == NULL) {
         for (size_t i = 0; i < count; i++)
             memcpy(moves[i].dst, moves[i].src, moves[i].bytes);
         return;
     }
+    for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
+        starts[i] = at;
+    move_job job = {moves, starts, count, total};
     ob_workers_run(move_part, &job, parts);
+    free(starts);
 }
 
 /* ---- prepare ------------------------------------------------------------------------------- */

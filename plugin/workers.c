@@ -1,12 +1,19 @@
 #include "workers.h"
 
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "log.h"
 
 #define OB_MAX_WORKERS 64
+/* After a job, helpers watch for the next one this long before sleeping: waking a sleeping
+ * thread takes tens of microseconds, a large share of a pack of a few megabytes, and packs
+ * come in bursts (one per construct or submit). */
+#define OB_SPIN_NS 100000
 
 typedef struct pool {
     pthread_mutex_t lock;
@@ -19,6 +26,9 @@ typedef struct pool {
     size_t next_part;        /* parts handed out so far */
     size_t finished;         /* parts done */
 } pool;
+
+/* Bumped for every job; spinning helpers watch it without the lock. */
+static atomic_ulong generation;
 
 static pool workers = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -44,14 +54,36 @@ static int take_part(size_t *part)
     return 1;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Waits, without the lock, up to OB_SPIN_NS for a job newer than `seen`. */
+static void spin_for_job(unsigned long seen)
+{
+    uint64_t start = now_ns();
+    while (atomic_load_explicit(&generation, memory_order_acquire) == seen &&
+           now_ns() - start < OB_SPIN_NS)
+        ;
+}
+
 static void *worker_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&workers.lock);
     for (;;) {
         size_t part;
-        while (!take_part(&part))
-            pthread_cond_wait(&workers.wake, &workers.lock);
+        if (!take_part(&part)) {
+            unsigned long seen = atomic_load_explicit(&generation, memory_order_acquire);
+            pthread_mutex_unlock(&workers.lock);
+            spin_for_job(seen);
+            pthread_mutex_lock(&workers.lock);
+            while (!take_part(&part))
+                pthread_cond_wait(&workers.wake, &workers.lock);
+        }
         ob_work_fn fn = workers.fn;
         void *arg = workers.arg;
         size_t parts = workers.parts;
@@ -125,6 +157,7 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
     workers.parts = parts;
     workers.next_part = 0;
     workers.finished = 0;
+    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
     pthread_cond_broadcast(&workers.wake);
     /* The caller works too, taking parts like any helper. */
     size_t part;

@@ -521,6 +521,9 @@ TEST(CostModel, OverridesAreCheckedWhole)
 
 TEST(Workers, EveryPartRunsOnce)
 {
+    // Helpers even on a machine of two processors, so the threaded path runs.
+    setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    ob_config_reload();
     static std::atomic<int> hits[37];
     for (auto &h : hits)
         h = 0;
@@ -538,6 +541,16 @@ TEST(Workers, EveryPartRunsOnce)
     }
     ob_host_moves_run(moves.data(), moves.size());
     EXPECT_EQ(src, dst);
+    // Back to back, as packs come: helpers still spinning take the next job.
+    for (int round = 0; round < 20; round++) {
+        std::vector<unsigned char> again(src.size(), static_cast<unsigned char>(round));
+        for (auto &m : moves)
+            m.dst = &again[static_cast<const unsigned char *>(m.src) - src.data()];
+        ob_host_moves_run(moves.data(), moves.size());
+        ASSERT_EQ(src, again) << "round " << round;
+    }
+    unsetenv("OMPBATCH_PACK_THREADS");
+    ob_config_reload();
 }
 
 } // namespace
