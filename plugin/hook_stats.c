@@ -85,8 +85,8 @@ static void print_at_exit(void)
     ompbatch_hook_stats s;
     snapshot(&s);
     char paths[64] = "";
-    const char *names[] = {"batch", "per-copy", "host", "kernel"};
-    for (unsigned bit = 0; bit < 4; bit++) {
+    const char *names[] = {"batch", "per-copy", "host", "kernel", "staged"};
+    for (unsigned bit = 0; bit < sizeof(names) / sizeof(names[0]); bit++) {
         if (s.paths & (1u << bit)) {
             if (paths[0] != '\0')
                 strcat(paths, ",");

@@ -137,6 +137,7 @@ static inline const char *hook_paths_text(unsigned paths, char *buf, size_t size
         {OMPBATCH_PATH_PER_COPY, "per-copy"},
         {OMPBATCH_PATH_HOST, "host"},
         {OMPBATCH_PATH_KERNEL, "kernel"},
+        {OMPBATCH_PATH_STAGED, "staged"},
     };
     buf[0] = '\0';
     size_t used = 0;
