@@ -29,6 +29,7 @@ struct ompbatch_batch {
     ob_mem_cache cache;
     ob_exec exec;
     ompbatch_stats stats;
+    int hook_mode;            /* ob_batch_set_hook_mode */
 };
 
 static int is_cuda(const ompbatch_batch *batch)
@@ -286,6 +287,8 @@ static int plan_copies(ompbatch_batch *batch, int take)
     params.attrs.prefer_overlap = batch->options.prefer_overlap;
     params.form = params.driver ? params.driver->form : OMPBATCH_FORM_NONE;
     params.disabled = config->disable;
+    params.trust_device_sides = batch->hook_mode;
+    params.host_in_place = !batch->hook_mode;
     params.max_copies = batch->options.max_copies ? batch->options.max_copies
                                                   : config->max_copies;
     switch (batch->options.strategy) {
@@ -433,6 +436,16 @@ int ompbatch_batch_forget_memory(ompbatch_batch *batch)
                        batch->count);
     ob_mem_cache_clear(&batch->cache);
     return OMPBATCH_OK;
+}
+
+void ob_batch_set_hook_mode(ompbatch_batch *batch)
+{
+    batch->hook_mode = 1;
+}
+
+void ob_batch_forget_device_memory(ompbatch_batch *batch)
+{
+    ob_mem_cache_forget_device(&batch->cache);
 }
 
 int ompbatch_batch_destroy(ompbatch_batch *batch)

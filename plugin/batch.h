@@ -14,4 +14,14 @@ int ob_batch_destroy(ompbatch_batch *batch);
 int ob_batch_create_on(ompbatch_batch **out, const ob_device *device, void *stream,
                        const ompbatch_batch_options *options);
 
+/* The hook's batches: the sides it names the device are device memory of the batch's device
+ * (the runtime mapped them there), so they are not classified; host memory is never accessed
+ * in place by the copy kernel (pinned pieces are packed and unpacked like pageable ones), so
+ * a host classification the program made stale by freeing memory costs speed, not bytes; and
+ * the memory-kind cache keeps host entries when the hook forgets device memory. */
+void ob_batch_set_hook_mode(ompbatch_batch *batch);
+
+/* Drops what the batch learnt about device (and managed) memory, keeping host entries. */
+void ob_batch_forget_device_memory(ompbatch_batch *batch);
+
 #endif

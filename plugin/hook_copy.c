@@ -153,6 +153,7 @@ static ompbatch_batch *thread_batch(thread_batches *mine, int device)
         if (ob_batch_create_on(&mine->batches[device], &executors[device], NULL, &options) !=
             OMPBATCH_OK)
             return NULL;
+        ob_batch_set_hook_mode(mine->batches[device]);
     }
     return mine->batches[device];
 }
@@ -198,8 +199,9 @@ int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count)
     return status != OMPBATCH_OK ? status : reset;
 }
 
-/* Device memory the runtime frees is reused for other mappings: drop what the batches
- * learnt about addresses. */
+/* Device memory the runtime frees is reused for other mappings: drop what the batches learnt
+ * about device addresses (hook batches do not classify device sides at all, see
+ * ob_batch_set_hook_mode; host entries stay, so the next construct asks the driver nothing). */
 void ob_hook_copy_forget_memory(void)
 {
     pthread_once(&key_once, create_key);
@@ -208,7 +210,7 @@ void ob_hook_copy_forget_memory(void)
         return;
     for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
         if (mine->batches[d] != NULL)
-            ompbatch_batch_forget_memory(mine->batches[d]);
+            ob_batch_forget_device_memory(mine->batches[d]);
 }
 
 void ob_hook_copy_reset_for_testing(void)

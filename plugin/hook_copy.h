@@ -25,9 +25,10 @@ int ob_hook_device_usable(int device, uintptr_t device_address);
  * has the runtime make the copies instead. */
 int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count);
 
-/* Drops what this thread's batches learnt about memory kinds: called after the runtime may
- * have freed device memory (ends, disassociations). Other threads' batches keep theirs, which
- * only costs them speed: a stale kind still yields correct copies (see memkind.h). */
+/* Drops what this thread's batches learnt about device memory: called after the runtime may
+ * have freed device memory (ends, disassociations). Host entries and other threads' batches
+ * stay: a stale kind only costs speed, because hook batches never let the copy kernel touch
+ * host memory in place (ob_batch_set_hook_mode). */
 void ob_hook_copy_forget_memory(void);
 
 /* Frees this thread's batches and staging and forgets every device verdict. For tests that

@@ -160,6 +160,18 @@ void ob_mem_cache_clear(ob_mem_cache *cache)
     cache->other = 0;
 }
 
+void ob_mem_cache_forget_device(ob_mem_cache *cache)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < cache->count; i++) {
+        ob_mem_kind kind = cache->ranges[i].info.kind;
+        if (kind != OB_MEM_DEVICE && kind != OB_MEM_MANAGED)
+            cache->ranges[kept++] = cache->ranges[i];
+    }
+    cache->count = kept;
+    cache->last = cache->other = 0;
+}
+
 void ob_mem_cache_free(ob_mem_cache *cache)
 {
     free(cache->ranges);

@@ -27,6 +27,9 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
                     ob_mem_info *out);
 
 void ob_mem_cache_clear(ob_mem_cache *cache);
+
+/* Drops device and managed ranges, keeping host ones (pageable pages, pinned allocations). */
+void ob_mem_cache_forget_device(ob_mem_cache *cache);
 void ob_mem_cache_free(ob_mem_cache *cache);
 
 const char *ob_mem_kind_name(ob_mem_kind kind);

@@ -90,11 +90,33 @@ static int classify_like(const ob_copy *prev, ob_copy *copy)
     return 1;
 }
 
+/* Device memory the caller vouches for: its extent is unknown, so it is given the copy's own
+ * range, which no other copy shares (nothing merges with it). */
+static void trusted_device(const ob_plan_params *params, uintptr_t ptr, size_t bytes,
+                           ob_mem_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = OB_MEM_DEVICE;
+    out->ordinal = params->attrs.device_ordinal;
+    out->range_start = ptr;
+    out->range_size = bytes;
+}
+
+static int classify_side(const ob_plan_params *params, const ob_copy *copy, uintptr_t ptr,
+                         ob_side side, ob_mem_info *out)
+{
+    if (params->trust_device_sides && params->driver != NULL && side == OB_SIDE_DEVICE) {
+        trusted_device(params, ptr, copy->bytes, out);
+        return OMPBATCH_OK;
+    }
+    return ob_mem_classify(params->driver, params->cache, ptr, out);
+}
+
 static int classify(const ob_plan_params *params, ob_copy *copy)
 {
-    int status = ob_mem_classify(params->driver, params->cache, copy->dst, &copy->dst_mem);
+    int status = classify_side(params, copy, copy->dst, copy->dst_side, &copy->dst_mem);
     if (status == OMPBATCH_OK)
-        status = ob_mem_classify(params->driver, params->cache, copy->src, &copy->src_mem);
+        status = classify_side(params, copy, copy->src, copy->src_side, &copy->src_mem);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "copy %zu: ", copy->index);
     if (params->driver != NULL) {
@@ -376,19 +398,20 @@ static void route_groups(ob_copy *copies, size_t count, const ob_plan_params *pa
 
 /* ---- strategies ---------------------------------------------------------------------------- */
 
-static ob_stage_how stage_how(const ob_copy *copy)
+static ob_stage_how stage_how(const ob_plan_params *params, const ob_copy *copy)
 {
     switch (copy->category) {
     case OB_CAT_H2D_PINNED:
         /* The runtime's temporaries must be read during the call: those are packed. */
-        return copy->src_mem.mapped &&
+        return params->host_in_place && copy->src_mem.mapped &&
                        !(copy->map_type & (OMPBATCH_MAP_LITERAL | OMPBATCH_MAP_PRIVATE))
                    ? OB_STAGE_IN_PLACE
                    : OB_STAGE_PACK;
     case OB_CAT_H2D_PAGEABLE:
         return OB_STAGE_PACK;
     case OB_CAT_D2H_PINNED:
-        return copy->dst_mem.mapped ? OB_STAGE_IN_PLACE : OB_STAGE_GATHER;
+        return params->host_in_place && copy->dst_mem.mapped ? OB_STAGE_IN_PLACE
+                                                              : OB_STAGE_GATHER;
     case OB_CAT_D2H_PAGEABLE:
         return OB_STAGE_GATHER;
     default:
@@ -427,7 +450,7 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     double d = 0.0, s = 0.0;
     for (size_t i = begin; i < end; i++) {
         ob_copy *c = &copies[i];
-        c->stage_how = stage_how(c);
+        c->stage_how = stage_how(params, c);
         int candidate = decision.forced;
         if (direct != NULL) {
             if (c->bytes != priced) {

@@ -86,6 +86,8 @@ typedef struct ob_plan_params {
     size_t max_copies;         /* per driver batch call, >= 1 */
     ob_strategy_choice strategy;
     const ob_cost_model *cost; /* required for OB_STRATEGY_AUTO with a driver */
+    int trust_device_sides;    /* sides named the device are its memory: not classified */
+    int host_in_place;         /* the copy kernel may access pinned host memory in place */
 } ob_plan_params;
 
 /* Builds the plan for `count` added copies (the array is not modified). On failure the

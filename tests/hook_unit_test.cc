@@ -358,6 +358,66 @@ TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
     EXPECT_EQ(0u, fake().batch_record_count());
 }
 
+// The hook vouches for the device side (the runtime mapped it there), so a construct asks the
+// driver about host pointers only, once: an end forgets device memory, not host pages.
+TEST_F(HookCopy, OnlyHostPointersAreClassifiedAndTheyStayKnown)
+{
+    Pieces p(16, 21);
+    DeviceBuffer dev(p.total, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::vector<ob_hook_copy> copies;
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+    long long before = fake().call_count("cuPointerGetAttributes");
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    long long first = fake().call_count("cuPointerGetAttributes") - before;
+    EXPECT_GE(first, 1);
+    EXPECT_LE(first, 2 * 16) << "at most the host pages of 16 pieces";
+    ob_hook_copy_forget_memory(); /* as after an end */
+    before = fake().call_count("cuPointerGetAttributes");
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()));
+    EXPECT_EQ(before, fake().call_count("cuPointerGetAttributes"));
+    for (size_t i = 0; i < p.sizes.size(); i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
+}
+
+// Pinned program memory is packed and unpacked by the CPU, never accessed by the kernel in
+// place: a stale classification (memory freed and reused) then costs speed, not bytes.
+TEST_F(HookCopy, PinnedHostMemoryIsPackedNotAccessedInPlace)
+{
+    setenv("OMPBATCH_STRATEGY", "staged", 1);
+    ob_config_reload();
+    const size_t n = 8, piece = 1000;
+    DeviceBuffer dev(n * 1024, 0);
+    void *h = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ASSERT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuMemAllocHost(&h, n * 1024));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    auto *host = static_cast<unsigned char *>(h);
+    auto bytes = random_bytes(n * 1024, 33);
+    std::memcpy(host, bytes.data(), bytes.size());
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    std::vector<ob_hook_copy> copies;
+    for (size_t i = 0; i < n; i++)
+        copies.push_back({dev.ptr + i * 1024, host + i * 1024, piece, 1});
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_reset_stats());
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    ompbatch_hook_stats after = {};
+    after.struct_size = sizeof(after);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_get_stats(&after));
+    EXPECT_EQ(unsigned(OMPBATCH_PATH_KERNEL | OMPBATCH_PATH_STAGED), after.paths)
+        << "packed by the CPU, one bulk copy, the scatter";
+    for (size_t i = 0; i < n; i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + i * 1024, host + i * 1024, piece)) << i;
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    EXPECT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuMemFreeHost(h));
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    unsetenv("OMPBATCH_STRATEGY");
+    ob_config_reload();
+}
+
 TEST_F(HookCopy, WithoutTheKernelPiecesGoDirect)
 {
     for (int mode = 0; mode < 2; mode++) {
