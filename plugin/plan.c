@@ -632,6 +632,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
         if (plan->count != i)
             plan->copies[plan->count] = plan->copies[i];
         plan->copies[plan->count].merged = 1;
+        plan->bytes += plan->copies[i].bytes; /* merging keeps the total */
         if ((status = check_self_overlap(&plan->copies[plan->count++])) != OMPBATCH_OK)
             goto fail;
     }
@@ -652,7 +653,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
         goto fail;
     /* A source an earlier copy of this batch writes must be read in stream order, whatever
      * its map type or memory kind allowed on its own. */
-    for (size_t i = 0; i < plan->count; i++) {
+    for (size_t i = 0; i < plan->count && plan->levels > 1; i++) {
         if (plan->copies[i].level > 0 && plan->copies[i].category != OB_CAT_H2H)
             plan->copies[i].attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     }
@@ -666,8 +667,6 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
     if ((status = choose_strategies(plan, params)) != OMPBATCH_OK)
         goto fail;
     sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
-    for (size_t i = 0; i < plan->count; i++)
-        plan->bytes += plan->copies[i].bytes;
     if ((status = build_steps(plan, params)) != OMPBATCH_OK)
         goto fail;
     return OMPBATCH_OK;
