@@ -216,7 +216,9 @@ OMPBATCH_API int ompbatch_batch_submit(ompbatch_batch *batch);
 /* Waits until every submitted copy is complete. */
 OMPBATCH_API int ompbatch_batch_wait(ompbatch_batch *batch);
 
-/* Forgets the copies (waiting first if they were submitted) so the batch can be refilled.
+/* Forgets the copies (waiting first if they were submitted) so the batch can be refilled. A
+ * refill with exactly the same copies reuses the plan (stats.plan_reused), as an iterative
+ * code's batch usually is; ompbatch_batch_forget_memory also drops the plan.
  * What the batch learnt about the memory kinds of the pointers it saw (device, pinned,
  * pageable, managed, and allocation extents) is kept, so refilling with the same buffers costs
  * no driver queries; after freeing, reallocating or registering (cuMemHostRegister) memory
@@ -257,6 +259,9 @@ typedef struct ompbatch_stats {
     uint64_t kernel_launches; /* copy-kernel launches */
     uint64_t staging_refused; /* staged copies sent direct because staging was not granted
                                  (OMPBATCH_STAGING_MB reached or allocation failed) */
+    uint64_t plan_reused;     /* 1 when the submit reused the previous submit's plan: the batch
+                                 was reset and refilled with the same copies (same pointers,
+                                 sizes, map types and devices, in the same order) */
 } ompbatch_stats;
 
 /* Copies the batch's statistics into *stats (struct_size must be set). */

@@ -30,6 +30,13 @@ struct ompbatch_batch {
     ob_exec exec;
     ompbatch_stats stats;
     int hook_mode;            /* ob_batch_set_hook_mode */
+    /* The copies the plan was built from: a submit of the very same copies (an iteration of a
+     * solver refilling its batch) reuses the plan instead of building it again. */
+    ob_copy_key *planned_keys;
+    size_t planned_count;
+    size_t planned_capacity;
+    int plan_reusable;        /* the plan belongs to planned_keys and nothing made it stale */
+    int plan_reused;          /* the last submit reused it */
 };
 
 static int is_cuda(const ompbatch_batch *batch)
@@ -322,6 +329,41 @@ static int build_plan(ompbatch_batch *batch)
     return plan_copies(batch, 0);
 }
 
+static int keys_match(const ompbatch_batch *batch)
+{
+    if (!batch->plan_reusable || batch->planned_count != batch->count)
+        return 0;
+    for (size_t i = 0; i < batch->count; i++) {
+        const ob_copy *c = &batch->copies[i];
+        const ob_copy_key *k = &batch->planned_keys[i];
+        if (c->dst != k->dst || c->src != k->src || c->bytes != k->bytes ||
+            c->map_type != k->map_type || c->dst_side != k->dst_side ||
+            c->src_side != k->src_side)
+            return 0;
+    }
+    return 1;
+}
+
+/* Remembers the copies a plan is about to be built from; on failure to remember, the plan is
+ * simply not reused. */
+static void remember_keys(ompbatch_batch *batch)
+{
+    batch->plan_reusable = 0;
+    if (batch->count > batch->planned_capacity) {
+        ob_copy_key *grown = ob_realloc(batch->planned_keys, batch->count * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        batch->planned_keys = grown;
+        batch->planned_capacity = batch->count;
+    }
+    for (size_t i = 0; i < batch->count; i++) {
+        const ob_copy *c = &batch->copies[i];
+        batch->planned_keys[i] = (ob_copy_key){c->dst, c->src, c->bytes, c->map_type,
+                                               c->dst_side, c->src_side};
+    }
+    batch->planned_count = batch->count;
+}
+
 /* Runs fn with the batch device's context current (CUDA batches only). */
 static int with_context(ompbatch_batch *batch, int (*fn)(ompbatch_batch *))
 {
@@ -353,6 +395,7 @@ static void update_stats(ompbatch_batch *batch)
     stats->staged_bytes = batch->exec.staged.bytes;
     stats->kernel_launches = batch->exec.staged.kernel_launches;
     stats->staging_refused = batch->exec.staged.refused;
+    stats->plan_reused = (uint64_t)batch->plan_reused;
     stats->paths = batch->exec.staged.paths;
     for (size_t s = 0; s < plan->step_count; s++) {
         switch (plan->steps[s].route) {
@@ -374,13 +417,22 @@ static void update_stats(ompbatch_batch *batch)
 
 static int plan_and_run(ompbatch_batch *batch)
 {
-    int status = plan_copies(batch, 1);
+    int status = OMPBATCH_OK;
+    batch->plan_reused = keys_match(batch);
+    if (!batch->plan_reused) {
+        remember_keys(batch);
+        int remembered = batch->planned_count == batch->count;
+        status = plan_copies(batch, 1);
+        batch->plan_reusable = status == OMPBATCH_OK && remembered;
+    }
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
                batch->device.number, batch->count, batch->plan.count, batch->plan.step_count,
                batch->plan.attr_count);
         status = ob_exec_run(&batch->exec, &batch->plan);
     }
+    if (status != OMPBATCH_OK)
+        batch->plan_reusable = 0; /* plan again after any failure */
     return status;
 }
 
@@ -420,7 +472,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     batch->exec.driver_calls = 0;
     batch->exec.batch_calls = 0;
     memset(&batch->exec.staged, 0, sizeof(batch->exec.staged));
-    ob_plan_clear(&batch->plan);
+    /* The plan stays: the next submit may reuse it (plan_and_run). */
     memset(&batch->stats, 0, sizeof(batch->stats));
     batch->stats.struct_size = sizeof(batch->stats);
     return status;
@@ -435,6 +487,7 @@ int ompbatch_batch_forget_memory(ompbatch_batch *batch)
                        "the batch holds %zu copies not yet submitted; submit or reset it first",
                        batch->count);
     ob_mem_cache_clear(&batch->cache);
+    batch->plan_reusable = 0;
     return OMPBATCH_OK;
 }
 
@@ -446,6 +499,7 @@ void ob_batch_set_hook_mode(ompbatch_batch *batch)
 void ob_batch_forget_device_memory(ompbatch_batch *batch)
 {
     ob_mem_cache_forget_device(&batch->cache);
+    batch->plan_reusable = 0;
 }
 
 int ompbatch_batch_destroy(ompbatch_batch *batch)
@@ -459,6 +513,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
         return OMPBATCH_OK;
     int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     ob_plan_free(&batch->plan);
+    free(batch->planned_keys);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);
     free(batch->copies);
@@ -493,6 +548,7 @@ int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_
     if (buf == NULL && size > 0)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "buf is NULL but size is %zu", size);
     if (batch->state == BATCH_OPEN) {
+        batch->plan_reusable = 0; /* the plan is rebuilt from the copies added so far */
         int status = with_context(batch, build_plan);
         if (status != OMPBATCH_OK)
             return status;

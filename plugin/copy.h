@@ -58,6 +58,17 @@ typedef enum ob_stage_how {
     OB_STAGE_GATHER        /* D2H: kernel gather, bulk copy, CPU unpack at the wait */
 } ob_stage_how;
 
+/* What identifies an added copy for planning: a batch refilled with copies equal in all of
+ * these reuses its plan. */
+typedef struct ob_copy_key {
+    uintptr_t dst;
+    uintptr_t src;
+    size_t bytes;
+    uint64_t map_type;
+    ob_side dst_side;
+    ob_side src_side;
+} ob_copy_key;
+
 /* The API fills the fields up to `merged`; planning fills the rest. */
 typedef struct ob_copy {
     uintptr_t dst;

@@ -458,6 +458,55 @@ TEST_F(Strategy, HostCopiesBesideStagedOnesInOneLevel)
     EXPECT_TRUE(s.paths & OMPBATCH_PATH_HOST);
 }
 
+// A batch refilled with the same copies reuses its plan; any change, forgetting memory, a
+// description of an open batch or a failure makes it plan again. Bytes are checked each time
+// on fresh data.
+TEST_F(Strategy, ARefillWithTheSameCopiesReusesThePlan)
+{
+    Buffer host(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    Batch b(0, nullptr, &o);
+    uint64_t salt = 40;
+    auto round = [&](size_t count, size_t bytes) {
+        host.fill(salt++);
+        for (size_t i = 0; i < count; i++)
+            EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1000, 0,
+                                                      host.ptr + i * 1000, H, bytes, 0));
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+        for (size_t i = 0; i < count; i++)
+            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 1000, host.ptr + i * 1000, bytes)) << i;
+        ompbatch_stats s = b.stats();
+        EXPECT_EQ(count, s.copies_planned);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+        return s.plan_reused;
+    };
+    EXPECT_EQ(0u, round(40, 500));
+    EXPECT_EQ(1u, round(40, 500));
+    EXPECT_EQ(1u, round(40, 500));
+    EXPECT_EQ(0u, round(40, 501)) << "a different size";
+    EXPECT_EQ(0u, round(39, 501)) << "one copy fewer";
+    EXPECT_EQ(1u, round(39, 501));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(b.b));
+    EXPECT_EQ(0u, round(39, 501)) << "after forgetting memory";
+    // A description of the open batch rebuilds the plan from what was added so far.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr, 0, host.ptr, H, 7, 0));
+    char text[256];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(b.b, text, sizeof(text), nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+    EXPECT_EQ(0u, round(39, 501)) << "after a description";
+    // After a failed submit the next one plans again.
+    ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    host.fill(salt++);
+    for (size_t i = 0; i < 39; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1000, 0, host.ptr + i * 1000,
+                                                  H, 501, 0));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(b.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+    EXPECT_EQ(0u, round(39, 501)) << "after a failure";
+    EXPECT_EQ(1u, round(39, 501));
+}
+
 TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
 {
     char dir[] = "/tmp/ompbatch_cost_XXXXXX";
