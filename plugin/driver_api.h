@@ -38,12 +38,12 @@
     X(cuMemcpyAsync, cuMemcpyAsync, 4000, REQUIRED)                                            \
     X(cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, 12080, OPTIONAL)                          \
     X(cuMemcpyBatchAsync_v13000, cuMemcpyBatchAsync, 13000, OPTIONAL)                          \
-    /* The hook's device scatter kernel (plugin/kernels/scatter.cu). */                        \
+    /* The copy kernel of the staged strategy (plugin/kernels/copy_pieces.cu). */              \
     X(cuModuleLoadData, cuModuleLoadData, 2000, OPTIONAL)                                      \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000, OPTIONAL)                                \
     X(cuLaunchKernel, cuLaunchKernel, 4000, OPTIONAL)                                          \
-    /* Not used by the library's copy paths; tests, examples and the benchmark allocate with  \
-     * them through the same table. */                                                        \
+    /* Staging (plugin/staging.c) and the calibration allocate with these; tests, examples    \
+     * and the benchmark use them through the same table. */                                  \
     X(cuMemAlloc, cuMemAlloc, 3020, OPTIONAL)                                                  \
     X(cuMemFree, cuMemFree, 3020, OPTIONAL)                                                    \
     X(cuMemAllocHost, cuMemAllocHost, 3020, OPTIONAL)                                          \
