@@ -172,34 +172,6 @@ typedef struct runner {
     ompbatch_batch *batches[N_WAYS];
 } runner;
 
-/* "batch", "per-copy", "host", "kernel", "staged", joined with '+'; "none" for 0. */
-static const char *paths_name(unsigned paths, char *buf, size_t size)
-{
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } names[] = {
-        {OMPBATCH_PATH_BATCH, "batch"},   {OMPBATCH_PATH_PER_COPY, "per-copy"},
-        {OMPBATCH_PATH_HOST, "host"},     {OMPBATCH_PATH_KERNEL, "kernel"},
-        {OMPBATCH_PATH_STAGED, "staged"},
-    };
-    size_t used = 0;
-    if (size == 0)
-        return buf;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (!(paths & names[i].bit))
-            continue;
-        int n = snprintf(buf + used, size - used, "%s%s", used ? "+" : "", names[i].name);
-        if (n < 0 || (size_t)n >= size - used)
-            break;
-        used += (size_t)n;
-    }
-    if (used == 0)
-        snprintf(buf, size, "%s", paths ? "unknown" : "none");
-    return buf;
-}
-
 /* ---- options ------------------------------------------------------------------------------ */
 
 static void usage(FILE *out)
@@ -725,7 +697,7 @@ static void print_row(const cell *c)
            ex_size_name(c->size, size, sizeof(size)));
     for (int way = 0; way < N_WAYS; way++)
         printf(" %10.1f", c->us[way]);
-    printf("  %-20s %4d%s\n", paths_name(c->stats[WAY_AUTO].paths, path, sizeof(path)),
+    printf("  %-20s %4d%s\n", ex_paths_name(c->stats[WAY_AUTO].paths, path, sizeof(path)),
            c->repeats, c->verified ? "" : "  DATA MISMATCH");
     if (!c->verified)
         printf("     ^ %s\n", c->failure);
@@ -791,7 +763,7 @@ static void json_stats(FILE *f, const ompbatch_stats *st)
             "\"sub_batches\": %llu, \"driver_calls\": %llu, \"batch_calls\": %llu, "
             "\"staged_copies\": %llu, \"staged_bytes\": %llu, \"kernel_launches\": %llu, "
             "\"staging_refused\": %llu}",
-            paths_name(st->paths, path, sizeof(path)), st->paths,
+            ex_paths_name(st->paths, path, sizeof(path)), st->paths,
             (unsigned long long)st->copies_planned, (unsigned long long)st->sub_batches,
             (unsigned long long)st->driver_calls, (unsigned long long)st->batch_calls,
             (unsigned long long)st->staged_copies, (unsigned long long)st->staged_bytes,
@@ -813,7 +785,7 @@ static void json_cell(FILE *f, const cell *c)
             dir_name(c->dir), ex_host_kind_name(c->kind), c->count, c->size,
             c->count * c->size, c->stride, c->repeats, c->us[WAY_PER_COPY], c->us[WAY_AUTO],
             c->min_us[WAY_PER_COPY], c->min_us[WAY_AUTO], c->us[WAY_PER_COPY] / c->us[WAY_AUTO],
-            paths_name(au->paths, path, sizeof(path)), (unsigned long long)au->copies_planned,
+            ex_paths_name(au->paths, path, sizeof(path)), (unsigned long long)au->copies_planned,
             (unsigned long long)au->attr_groups, (unsigned long long)au->sub_batches,
             (unsigned long long)au->driver_calls, c->verified ? "true" : "false");
     for (int way = 0; way < N_WAYS; way++)

@@ -103,9 +103,9 @@ const char *ex_paths_name(unsigned paths, char *buf, size_t size)
         unsigned bit;
         const char *name;
     } names[] = {
-        {OMPBATCH_PATH_BATCH, "batch"},
-        {OMPBATCH_PATH_PER_COPY, "per-copy"},
-        {OMPBATCH_PATH_HOST, "host"},
+        {OMPBATCH_PATH_BATCH, "batch"},   {OMPBATCH_PATH_PER_COPY, "per-copy"},
+        {OMPBATCH_PATH_HOST, "host"},     {OMPBATCH_PATH_KERNEL, "kernel"},
+        {OMPBATCH_PATH_STAGED, "staged"},
     };
     size_t used = 0;
     if (size == 0)

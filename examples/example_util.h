@@ -32,7 +32,7 @@ int ex_check_pieces(const unsigned char *got, const unsigned char *expect, size_
 
 /* "cuMemcpyBatchAsync v13000" and so on, for ompbatch_batch_form values. */
 const char *ex_form_name(int form);
-/* "batch", "per-copy", "host", joined with '+' when several; "none" for 0. */
+/* "batch", "per-copy", "host", "kernel", "staged", joined with '+' when several; "none" for 0. */
 const char *ex_paths_name(unsigned paths, char *buf, size_t size);
 /* "8 B", "4 KiB", "1 MiB", "1.5 MiB". */
 const char *ex_size_name(size_t bytes, char *buf, size_t size);
