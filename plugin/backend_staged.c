@@ -17,9 +17,13 @@
 #include "log.h"
 #include "workers.h"
 
-/* Pieces longer than this are cut into several descriptors, so one block never serialises a
- * large piece while the others idle. */
-#define OB_PIECE_CHUNK ((size_t)64 << 10)
+/* Pieces longer than a chunk are cut into several descriptors, one block each, so that a few
+ * large pieces still keep many blocks busy: the chunk is a level's staged bytes over
+ * OB_CHUNK_TARGET_BLOCKS, in 4 KiB steps from 4 KiB to 64 KiB (16 pieces of 64 KiB as 16
+ * blocks left most of an H200 idle and lost to the copy engine). */
+#define OB_CHUNK_MIN ((size_t)4 << 10)
+#define OB_CHUNK_MAX ((size_t)64 << 10)
+#define OB_CHUNK_TARGET_BLOCKS 1024
 #define OB_KERNEL_THREADS 256
 #define OB_KERNEL_MAX_BLOCKS 65535u
 /* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
@@ -170,16 +174,23 @@ static int reserve_moves(ob_exec *exec, size_t needed)
     return OMPBATCH_OK;
 }
 
-static size_t chunks(size_t bytes)
+static size_t chunks(size_t bytes, size_t chunk)
 {
-    return (bytes + OB_PIECE_CHUNK - 1) / OB_PIECE_CHUNK;
+    return (bytes + chunk - 1) / chunk;
+}
+
+static size_t chunk_for(size_t total)
+{
+    size_t chunk = align_up(total / OB_CHUNK_TARGET_BLOCKS + 1, OB_CHUNK_MIN);
+    return chunk > OB_CHUNK_MAX ? OB_CHUNK_MAX : chunk;
 }
 
 /* Appends the descriptors of one copy from src to dst (both as the GPU sees them). */
-static void add_pieces(ob_piece *table, size_t *count, uintptr_t dst, uintptr_t src, size_t bytes)
+static void add_pieces(ob_piece *table, size_t *count, uintptr_t dst, uintptr_t src, size_t bytes,
+                       size_t chunk)
 {
-    for (size_t done = 0; done < bytes; done += OB_PIECE_CHUNK) {
-        size_t n = bytes - done < OB_PIECE_CHUNK ? bytes - done : OB_PIECE_CHUNK;
+    for (size_t done = 0; done < bytes; done += chunk) {
+        size_t n = bytes - done < chunk ? bytes - done : chunk;
         table[*count].dst = (uint64_t)(dst + done);
         table[*count].src = (uint64_t)(src + done);
         table[*count].bytes = n;
@@ -197,6 +208,7 @@ static size_t place(size_t *cursor, uintptr_t device_address, size_t bytes)
 }
 
 typedef struct layout {
+    size_t chunk;          /* bytes of a piece's descriptor at most */
     size_t first_pieces;   /* in-place and gather descriptors */
     size_t second_pieces;  /* scatter descriptors */
     size_t pack_bytes;
@@ -207,21 +219,25 @@ typedef struct layout {
 static void measure(const ob_plan *plan, const ob_step *step, layout *out)
 {
     memset(out, 0, sizeof(*out));
+    size_t total = 0;
+    for (size_t i = step->begin; i < step->end; i++)
+        total += plan->copies[i].bytes;
+    out->chunk = chunk_for(total);
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
         switch (c->stage_how) {
         case OB_STAGE_PACK:
-            out->second_pieces += chunks(c->bytes);
+            out->second_pieces += chunks(c->bytes, out->chunk);
             place(&out->pack_bytes, c->dst, c->bytes);
             if (c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
                 out->pack_in_stream_order = 1;
             break;
         case OB_STAGE_GATHER:
-            out->first_pieces += chunks(c->bytes);
+            out->first_pieces += chunks(c->bytes, out->chunk);
             place(&out->gather_bytes, c->src, c->bytes);
             break;
         case OB_STAGE_IN_PLACE:
-            out->first_pieces += chunks(c->bytes);
+            out->first_pieces += chunks(c->bytes, out->chunk);
             break;
         }
     }
@@ -277,16 +293,19 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         case OB_STAGE_PACK:
             at = place(&pack_cursor, c->dst, c->bytes);
             exec->moves[packs++] = (ob_host_move){pack_host + at, (const void *)c->src, c->bytes};
-            add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes);
+            add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes,
+                       lay.chunk);
             break;
         case OB_STAGE_GATHER:
             at = place(&gather_cursor, c->src, c->bytes);
-            add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes);
+            add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
+                       lay.chunk);
             unpacks++;
             break;
         case OB_STAGE_IN_PLACE:
             add_pieces(first, &n_first, (uintptr_t)((intptr_t)c->dst + c->dst_mem.device_offset),
-                       (uintptr_t)((intptr_t)c->src + c->src_mem.device_offset), c->bytes);
+                       (uintptr_t)((intptr_t)c->src + c->src_mem.device_offset), c->bytes,
+                       lay.chunk);
             break;
         }
     }
