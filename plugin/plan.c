@@ -569,7 +569,7 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
  * would only add two driver queries to the cheapest and most common case (one small item). The
  * driver still checks its pointers; only ompbatch's own kind-versus-device-number check is
  * skipped. A lone large copy is classified: from or into pageable memory the staged strategy
- * can move it several times faster than the driver's own bounce buffers. */
+ * can move it faster than the driver's own bounce buffers (plan.h says from what size). */
 
 static void plan_lone_copy(ob_plan *plan)
 {

@@ -274,8 +274,8 @@ TEST_F(Strategy, ALoneLargePageableCopyIsStagedAndASmallOneIsNot)
     EXPECT_EQ(1u, s.staged_copies);
     s = move(kLanes[D2H_PAGEABLE], {3 << 20}, OMPBATCH_STRATEGY_STAGED, 13);
     EXPECT_EQ(1u, s.staged_copies);
-    s = move(kLanes[H2D_PAGEABLE], {100000}, OMPBATCH_STRATEGY_STAGED, 14);
-    EXPECT_EQ(0u, s.staged_copies) << "a lone small copy is never classified";
+    s = move(kLanes[H2D_PAGEABLE], {(1 << 20) + 17}, OMPBATCH_STRATEGY_STAGED, 14);
+    EXPECT_EQ(0u, s.staged_copies) << "a lone copy under 2 MiB is never classified";
     EXPECT_EQ(1u, s.driver_calls);
 }
 
