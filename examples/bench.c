@@ -12,8 +12,8 @@
  * A library way is ompbatch_batch_add for every piece, ompbatch_batch_submit and
  * ompbatch_batch_wait; each strategy has its own batch, created once per cell and reset between
  * runs, outside the timing. Each figure is the median wall-clock time (CLOCK_MONOTONIC) of the
- * timed runs after warm-ups; every timed round runs all five ways, starting one way later each
- * round, so that drift and the order inside a round affect every way alike. Pieces lie
+ * timed runs after warm-ups; every timed round runs all five ways in a random order (fixed
+ * seed), so that drift and whichever way ran just before affect every way alike. Pieces lie
  * `size + 64` bytes apart (rounded up to 64) on both sides, so the library cannot merge any two
  * of them; the device side of a cell is one cuMemAlloc. After the timed runs, for every way in
  * turn, the destination is poisoned, the way runs once more and every byte is checked, gaps
@@ -509,12 +509,26 @@ static int time_cell(const options *o, const runner *r, cell *c)
         fprintf(stderr, BENCH ": out of memory for %d timings\n", c->repeats);
         return OMPBATCH_ERR_NO_MEMORY;
     }
-    /* Round r starts with way r mod N_WAYS: each way follows each other way equally often. */
-    for (size_t rep = 0; rep < n && status == OMPBATCH_OK; rep++)
-        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++) {
-            int way = (int)((rep + (size_t)i) % N_WAYS);
-            status = run_way(r, (bench_way)way, &times[(size_t)way * n + rep]);
+    /* Every round runs the ways in a fresh random order (fixed seed, so runs repeat). A
+     * rotation would have each way always follow the same other way, and what a way leaves
+     * behind (pack threads awake or asleep, caches, the staging region) then biases its
+     * successor: on the H200 auto, which always followed staged, timed 6-29% slower than staged
+     * on identical paths into pageable memory. */
+    uint64_t order_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)c->count * 131 ^ (uint64_t)c->size;
+    for (size_t rep = 0; rep < n && status == OMPBATCH_OK; rep++) {
+        int order[N_WAYS];
+        for (int i = 0; i < N_WAYS; i++)
+            order[i] = i;
+        for (int i = N_WAYS - 1; i > 0; i--) {
+            order_state = order_state * 6364136223846793005ULL + 1442695040888963407ULL;
+            int j = (int)((order_state >> 33) % (uint64_t)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
         }
+        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++)
+            status = run_way(r, (bench_way)order[i], &times[(size_t)order[i] * n + rep]);
+    }
     for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++) {
         c->min_us[way] = ex_min(times + (size_t)way * n, n);
         c->us[way] = ex_median(times + (size_t)way * n, n);
