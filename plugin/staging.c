@@ -1,6 +1,7 @@
 #include "staging.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "alloc.h"
@@ -86,55 +87,88 @@ static int fits(const size_t *held, size_t extra)
     return *held + extra <= cap;
 }
 
-/* Grows one area of an idle region to `want` bytes; the lock is held. */
-static int grow_host(ob_staging *region, size_t want)
+/* The two areas of a region differ only in how the driver allocates them. */
+typedef struct area_kind {
+    const char *what;  /* for messages */
+    size_t *total;     /* in totals, against the cap */
+    int (*alloc)(const ob_driver *driver, size_t size, uintptr_t *out);
+    void (*release)(const ob_driver *driver, uintptr_t ptr);
+} area_kind;
+
+static int alloc_pinned(const ob_driver *driver, size_t size, uintptr_t *out)
 {
-    if (region->host_size >= want)
-        return OMPBATCH_OK;
-    size_t size = area_size(want);
-    if (!fits(&totals.host_bytes, size))
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY,
-                       "%zu bytes of pinned staging would pass OMPBATCH_STAGING_MB (%zu MiB)",
-                       size, ob_config_get()->staging_bytes >> 20);
-    const ob_driver *driver = ob_driver_get();
     if (driver->fn.cuMemAllocHost == NULL || driver->fn.cuMemFreeHost == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "the driver has no cuMemAllocHost");
     void *ptr = NULL;
     int status = OB_CU(driver, cuMemAllocHost, &ptr, size);
-    if (status != OMPBATCH_OK)
-        return ob_fail_context(OMPBATCH_ERR_NO_MEMORY, "pinned staging of %zu bytes: ", size);
-    if (region->host != NULL)
-        OB_CU(driver, cuMemFreeHost, region->host);
-    totals.host_bytes += size - region->host_size;
-    totals.allocations++;
-    region->host = ptr;
-    region->host_size = size;
-    return OMPBATCH_OK;
+    *out = (uintptr_t)ptr;
+    return status;
 }
 
-static int grow_device(ob_staging *region, size_t want)
+static void release_pinned(const ob_driver *driver, uintptr_t ptr)
 {
-    if (region->device_size >= want)
-        return OMPBATCH_OK;
-    size_t size = area_size(want);
-    if (!fits(&totals.device_bytes, size))
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY,
-                       "%zu bytes of device staging would pass OMPBATCH_STAGING_MB (%zu MiB)",
-                       size, ob_config_get()->staging_bytes >> 20);
-    const ob_driver *driver = ob_driver_get();
+    OB_CU(driver, cuMemFreeHost, (void *)ptr);
+}
+
+static int alloc_device(const ob_driver *driver, size_t size, uintptr_t *out)
+{
     if (driver->fn.cuMemAlloc == NULL || driver->fn.cuMemFree == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "the driver has no cuMemAlloc");
     CUdeviceptr ptr = 0;
     int status = OB_CU(driver, cuMemAlloc, &ptr, size);
+    *out = (uintptr_t)ptr;
+    return status;
+}
+
+static void release_device(const ob_driver *driver, uintptr_t ptr)
+{
+    OB_CU(driver, cuMemFree, (CUdeviceptr)ptr);
+}
+
+static const area_kind pinned_kind = {"pinned", &totals.host_bytes, alloc_pinned,
+                                      release_pinned};
+static const area_kind device_kind = {"device", &totals.device_bytes, alloc_device,
+                                      release_device};
+
+/* Grows one area of an idle region (*ptr, *size) to `want` bytes; the lock is held. */
+static int grow(const area_kind *kind, uintptr_t *ptr, size_t *size, size_t want)
+{
+    if (*size >= want)
+        return OMPBATCH_OK;
+    size_t grown = area_size(want);
+    if (!fits(kind->total, grown))
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY,
+                       "%zu bytes of %s staging would pass OMPBATCH_STAGING_MB (%zu MiB)", grown,
+                       kind->what, ob_config_get()->staging_bytes >> 20);
+    const ob_driver *driver = ob_driver_get();
+    uintptr_t fresh = 0;
+    int status = kind->alloc(driver, grown, &fresh);
     if (status != OMPBATCH_OK)
-        return ob_fail_context(OMPBATCH_ERR_NO_MEMORY, "device staging of %zu bytes: ", size);
-    if (region->device != 0)
-        OB_CU(driver, cuMemFree, region->device);
-    totals.device_bytes += size - region->device_size;
+        return ob_fail_context(OMPBATCH_ERR_NO_MEMORY, "%s staging of %zu bytes: ", kind->what,
+                               grown);
+    if (*ptr != 0)
+        kind->release(driver, *ptr);
+    *kind->total += grown - *size;
     totals.allocations++;
-    region->device = ptr;
-    region->device_size = size;
+    *ptr = fresh;
+    *size = grown;
     return OMPBATCH_OK;
+}
+
+static int grow_host(ob_staging *region, size_t want)
+{
+    uintptr_t ptr = (uintptr_t)region->host;
+    int status = grow(&pinned_kind, &ptr, &region->host_size, want);
+    region->host = (unsigned char *)ptr;
+    return status;
+}
+
+static int grow_device(ob_staging *region, size_t want)
+{
+    uintptr_t ptr = (uintptr_t)region->device;
+    int status = grow(&device_kind, &ptr, &region->device_size, want);
+    region->device = (CUdeviceptr)ptr;
+    return status;
 }
 
 /* The idle region of the device that needs the least growth; NULL when all are in use. */
