@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -544,6 +545,54 @@ TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
     std::remove(file.c_str());
     rmdir(cache.c_str());
     rmdir(dir);
+}
+
+// Threads with batches of their own share the staging pool, the kernel, the cost model and the
+// pack threads: every byte still lands, and the pool ends with nothing in use.
+TEST_F(Strategy, ThreadsStagingAtOnceStayByteExact)
+{
+    setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    ob_config_reload();
+    const int kThreads = 6, kRounds = 20;
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            Buffer host(PAGEABLE, 1 << 20), back(PAGEABLE, 1 << 20), dev(DEVICE, 1 << 20);
+            ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+            ompbatch_batch *b = nullptr;
+            if (ompbatch_batch_create(&b, 0, nullptr, &o) != OMPBATCH_OK) {
+                failures++;
+                return;
+            }
+            for (int r = 0; r < kRounds; r++) {
+                host.fill(1000 * t + r);
+                std::memset(back.ptr, 0x3c, back.bytes);
+                // 64 pieces of 4 KiB (a 256 KiB pack, so the pack threads join in) there and
+                // back in two levels.
+                for (int i = 0; i < 64; i++) {
+                    ompbatch_batch_add(b, dev.ptr + i * 5000, 0, host.ptr + i * 5000, H, 4096, 0);
+                    ompbatch_batch_add(b, back.ptr + i * 5000, H, dev.ptr + i * 5000, 0, 4096, 0);
+                }
+                if (ompbatch_batch_submit(b) != OMPBATCH_OK || ompbatch_batch_wait(b) != OMPBATCH_OK)
+                    failures++;
+                for (int i = 0; i < 64; i++)
+                    if (std::memcmp(back.ptr + i * 5000, host.ptr + i * 5000, 4096) != 0)
+                        failures++;
+                ompbatch_batch_reset(b);
+            }
+            ompbatch_batch_destroy(b);
+        });
+    }
+    for (auto &th : threads)
+        th.join();
+    EXPECT_EQ(0, failures.load());
+    ob_staging_totals totals;
+    ob_staging_get_totals(&totals);
+    EXPECT_EQ(0u, totals.in_use);
+    EXPECT_LE(totals.regions, static_cast<size_t>(kThreads));
+    unsetenv("OMPBATCH_PACK_THREADS");
+    ob_config_reload();
 }
 
 TEST(CostModel, OverridesAreCheckedWhole)
