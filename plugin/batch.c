@@ -36,6 +36,7 @@ struct ompbatch_batch {
     size_t planned_count;
     size_t planned_capacity;
     int plan_reusable;        /* the plan belongs to planned_keys and nothing made it stale */
+    unsigned long planned_config; /* ob_config_generation when it was built */
     int plan_reused;          /* the last submit reused it */
 };
 
@@ -331,7 +332,8 @@ static int build_plan(ompbatch_batch *batch)
 
 static int keys_match(const ompbatch_batch *batch)
 {
-    if (!batch->plan_reusable || batch->planned_count != batch->count)
+    if (!batch->plan_reusable || batch->planned_count != batch->count ||
+        batch->planned_config != ob_config_generation())
         return 0;
     for (size_t i = 0; i < batch->count; i++) {
         const ob_copy *c = &batch->copies[i];
@@ -421,6 +423,7 @@ static int plan_and_run(ompbatch_batch *batch)
     batch->plan_reused = keys_match(batch);
     if (!batch->plan_reused) {
         remember_keys(batch);
+        batch->planned_config = ob_config_generation();
         int remembered = batch->planned_count == batch->count;
         status = plan_copies(batch, 1);
         batch->plan_reusable = status == OMPBATCH_OK && remembered;

@@ -16,6 +16,7 @@
 #define OB_DEFAULT_WAIT_POLL_US 200
 
 static ob_config current;
+static unsigned long generation;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* A bad value is a user mistake worth seeing even without OMPBATCH_VERBOSE, so it is printed
@@ -141,4 +142,10 @@ void ob_config_reload(void)
 {
     pthread_once(&once, read_environment);
     read_environment();
+    generation++;
+}
+
+unsigned long ob_config_generation(void)
+{
+    return generation;
 }

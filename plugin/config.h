@@ -47,4 +47,8 @@ const ob_config *ob_config_get(void);
  * cases, and for the driver loader's reload. */
 void ob_config_reload(void);
 
+/* How many times the environment was read: what was decided from an older reading (a batch's
+ * reusable plan) is stale. */
+unsigned long ob_config_generation(void);
+
 #endif

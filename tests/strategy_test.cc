@@ -506,6 +506,10 @@ TEST_F(Strategy, ARefillWithTheSameCopiesReusesThePlan)
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
     EXPECT_EQ(0u, round(39, 501)) << "after a failure";
     EXPECT_EQ(1u, round(39, 501));
+    // A new reading of the environment (OMPBATCH_STRATEGY, say) may change the plan.
+    ob_config_reload();
+    EXPECT_EQ(0u, round(39, 501)) << "after the environment was read again";
+    EXPECT_EQ(1u, round(39, 501));
 }
 
 TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
