@@ -17,8 +17,11 @@ class Config : public ::testing::Test {
 protected:
     void TearDown() override
     {
-        for (const char *name : {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES",
-                                 "OMPBATCH_BATCH_FORM", "OMPBATCH_CUDA_LIBRARY"})
+        for (const char *name :
+             {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES", "OMPBATCH_BATCH_FORM",
+              "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
+              "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
+              "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
     }
@@ -83,6 +86,57 @@ TEST_F(Config, BadValuesAreNamedAndReplacedByDefaults)
     EXPECT_EQ(0, c->verbose);
     EXPECT_EQ(4096u, c->max_copies);
     EXPECT_EQ(OB_FORM_AUTO, c->form);
+}
+
+// The staged strategy's variables: their values, their defaults and bad values, named.
+TEST_F(Config, StrategyVariablesAreReadAndBadOnesNamed)
+{
+    setenv("OMPBATCH_STRATEGY", "staged", 1);
+    setenv("OMPBATCH_PACK_THREADS", "3", 1);
+    setenv("OMPBATCH_CALIBRATE", "force", 1);
+    setenv("OMPBATCH_COST_CACHE", "/var/cache/ob", 1);
+    setenv("OMPBATCH_COST", "d2d.staged.fixed=1", 1);
+    setenv("OMPBATCH_STAGING_MB", "7", 1);
+    EXPECT_EQ("", reload());
+    const ob_config *c = ob_config_get();
+    EXPECT_EQ(OB_STRATEGY_STAGED, c->strategy);
+    EXPECT_EQ(3u, c->pack_threads);
+    EXPECT_EQ(OB_CALIBRATE_FORCE, c->calibrate);
+    EXPECT_STREQ("/var/cache/ob", c->cost_cache);
+    EXPECT_STREQ("d2d.staged.fixed=1", c->cost);
+    EXPECT_EQ(size_t(7) << 20, c->staging_bytes);
+    setenv("OMPBATCH_STRATEGY", "direct", 1);
+    setenv("OMPBATCH_CALIBRATE", "0", 1);
+    setenv("OMPBATCH_COST_CACHE", "off", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_STRATEGY_DIRECT, ob_config_get()->strategy);
+    EXPECT_EQ(OB_CALIBRATE_OFF, ob_config_get()->calibrate);
+    EXPECT_STREQ("", ob_config_get()->cost_cache);
+    // Defaults: auto, calibrate, the cache under XDG_CACHE_HOME.
+    for (const char *name : {"OMPBATCH_STRATEGY", "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE",
+                             "OMPBATCH_PACK_THREADS"})
+        unsetenv(name);
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_STRATEGY_AUTO, ob_config_get()->strategy);
+    EXPECT_EQ(OB_CALIBRATE_ON, ob_config_get()->calibrate);
+    EXPECT_STREQ("/xdg/ompbatch", ob_config_get()->cost_cache);
+    EXPECT_GE(ob_config_get()->pack_threads, 1u);
+    EXPECT_LE(ob_config_get()->pack_threads, 8u);
+    // Bad values: named on stderr, defaults used.
+    setenv("OMPBATCH_STRATEGY", "fastest", 1);
+    setenv("OMPBATCH_CALIBRATE", "sometimes", 1);
+    setenv("OMPBATCH_PACK_THREADS", "0", 1);
+    std::string err = reload();
+    EXPECT_NE(std::string::npos,
+              err.find("ignoring OMPBATCH_STRATEGY=\"fastest\": expected auto, direct or staged"))
+        << err;
+    EXPECT_NE(std::string::npos,
+              err.find("ignoring OMPBATCH_CALIBRATE=\"sometimes\": expected 0, 1 or force"))
+        << err;
+    EXPECT_NE(std::string::npos, err.find("OMPBATCH_PACK_THREADS=\"0\"")) << err;
+    EXPECT_EQ(OB_STRATEGY_AUTO, ob_config_get()->strategy);
+    EXPECT_EQ(OB_CALIBRATE_ON, ob_config_get()->calibrate);
 }
 
 TEST_F(Config, VerboseLoggingReportsPlansAndErrors)

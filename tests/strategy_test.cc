@@ -599,6 +599,25 @@ TEST_F(Strategy, ThreadsStagingAtOnceStayByteExact)
     ob_config_reload();
 }
 
+TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)
+{
+    setenv("OMPBATCH_COST", "h2d_pinned.staged.fixed=fast", 1);
+    ob_config_reload();
+    ob_cost_reset_for_testing();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    testing::internal::CaptureStderr();
+    const ob_cost_model *m = ob_cost_model_for(0);
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    EXPECT_NE(std::string::npos, err.find("ompbatch: ignoring OMPBATCH_COST: OMPBATCH_COST entry"))
+        << err;
+    ob_cost_model builtin;
+    ob_cost_builtin(&builtin);
+    EXPECT_EQ(0, std::memcmp(builtin.curve, m->curve, sizeof(builtin.curve)));
+    EXPECT_STREQ("built-in (H200)", m->source);
+    ob_cost_reset_for_testing();
+}
+
 TEST(CostModel, OverridesAreCheckedWhole)
 {
     ob_cost_model m;
