@@ -599,6 +599,87 @@ TEST_F(Strategy, ThreadsStagingAtOnceStayByteExact)
     ob_config_reload();
 }
 
+// Every driver call of the staged path can fail: the submit reports it (or goes direct where
+// the failure only denies staging), and the next batch works.
+TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
+{
+    Buffer host(PAGEABLE, 1 << 16), back(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    struct {
+        const char *entry;
+        int to_device;
+        int fails;          /* 1: the submit fails; 0: the pieces go direct */
+        const char *message;
+    } rows[] = {
+        {"cuMemAlloc", 1, 0, nullptr},            /* device staging denied */
+        {"cuModuleGetFunction", 1, 0, nullptr},   /* no kernel */
+        {"cuMemcpyAsync", 1, 1, "the staged bulk copy"},
+        {"cuLaunchKernel", 0, 1, "the copy kernel"},
+        {"cuStreamQuery", 1, 1, "cuStreamQuery failed"}, /* the wait before packing */
+    };
+    for (const auto &row : rows) {
+        SCOPED_TRACE(row.entry);
+        ob_staging_free_idle();
+        ob_staged_forget_kernels_for_testing();
+        host.fill(7);
+        dev.fill(8);
+        Batch b(0, nullptr, &o);
+        for (int i = 0; i < 8; i++) {
+            if (row.to_device)
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 700, 0,
+                                                          host.ptr + i * 700, H, 500, 0));
+            else
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, back.ptr + i * 700, H,
+                                                          dev.ptr + i * 700, 0, 500, 0));
+        }
+        ASSERT_EQ(0, fake().inject_failure(row.entry, 1, CUDA_ERROR_OUT_OF_MEMORY));
+        int status = ompbatch_batch_submit(b.b);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(b.b);
+        fake().clear_injections();
+        if (row.fails) {
+            EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+            EXPECT_TRUE(message_has(row.message)) << ompbatch_last_error();
+            ompbatch_batch_wait(b.b);
+        } else {
+            EXPECT_EQ(OMPBATCH_OK, status) << ompbatch_last_error();
+            EXPECT_EQ(8u, b.stats().staging_refused);
+            for (int i = 0; i < 8; i++)
+                EXPECT_EQ(0, std::memcmp(dev.ptr + i * 700, host.ptr + i * 700, 500)) << i;
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+        ob_staging_totals t;
+        ob_staging_get_totals(&t);
+        EXPECT_EQ(0u, t.in_use);
+        // The next batch works.
+        ob_staged_forget_kernels_for_testing();
+        EXPECT_EQ(16u, move(kLanes[H2D_PAGEABLE], random_sizes(16, 900, 4),
+                            OMPBATCH_STRATEGY_STAGED, 77).staged_copies);
+    }
+}
+
+// A calibration that cannot allocate falls back to the built-in model; a cache that cannot be
+// written is reported and the measured model is used anyway.
+TEST_F(Strategy, CalibrationFailuresFallBackAndAnUnwritableCacheIsNotFatal)
+{
+    setenv("OMPBATCH_CALIBRATE", "force", 1);
+    setenv("OMPBATCH_COST_CACHE", "/proc/ompbatch-cannot-exist", 1);
+    ob_config_reload();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ob_cost_reset_for_testing();
+    ASSERT_EQ(0, fake().inject_failure("cuMemAllocHost", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    EXPECT_STREQ("built-in (H200)", ob_cost_model_for(0)->source);
+    fake().clear_injections();
+    ob_cost_reset_for_testing();
+    const ob_cost_model *m = ob_cost_model_for(0);
+    EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ob_cost_reset_for_testing();
+    setenv("OMPBATCH_CALIBRATE", "0", 1);
+    setenv("OMPBATCH_COST_CACHE", "off", 1);
+    ob_config_reload();
+}
+
 TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)
 {
     setenv("OMPBATCH_COST", "h2d_pinned.staged.fixed=fast", 1);
