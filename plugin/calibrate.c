@@ -53,14 +53,16 @@ static size_t footprint(void)
     return most;
 }
 
+/* A failure to free is logged (the calibration's result stands either way). */
 static void free_buffers(const ob_driver *driver, buffers *b)
 {
-    if (b->device_a)
-        driver->fn.cuMemFree(b->device_a);
-    if (b->device_b)
-        driver->fn.cuMemFree(b->device_b);
-    if (b->pinned)
-        driver->fn.cuMemFreeHost(b->pinned);
+    int status = OMPBATCH_OK;
+    if (b->device_a && (status = OB_CU(driver, cuMemFree, b->device_a)) != OMPBATCH_OK)
+        ob_log(1, "calibration: %s", ompbatch_last_error());
+    if (b->device_b && (status = OB_CU(driver, cuMemFree, b->device_b)) != OMPBATCH_OK)
+        ob_log(1, "calibration: %s", ompbatch_last_error());
+    if (b->pinned && (status = OB_CU(driver, cuMemFreeHost, b->pinned)) != OMPBATCH_OK)
+        ob_log(1, "calibration: %s", ompbatch_last_error());
     free(b->pageable);
 }
 

@@ -263,9 +263,12 @@ static int cache_path(int ordinal, char *out, size_t size)
         return 0;
     CUdevice device;
     char name[128] = "";
-    if (driver->fn.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS ||
-        driver->fn.cuDeviceGetName(name, (int)sizeof(name), device) != CUDA_SUCCESS)
+    /* Without the name there is no cache file to trust: the model is measured again. */
+    if (OB_CU(driver, cuDeviceGet, &device, ordinal) != OMPBATCH_OK ||
+        OB_CU(driver, cuDeviceGetName, name, (int)sizeof(name), device) != OMPBATCH_OK) {
+        ob_log(1, "device %d: no calibration cache (%s)", ordinal, ompbatch_last_error());
         return 0;
+    }
     for (char *c = name; *c != '\0'; c++) {
         int keep = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
                    (*c >= '0' && *c <= '9') || *c == '.' || *c == '-';

@@ -33,10 +33,10 @@ static void free_areas(ob_staging *region)
     const ob_driver *driver = ob_driver_get();
     int pushed = 0;
     if (ob_driver_enter_context(region->ordinal, &pushed) == OMPBATCH_OK) {
-        if (region->host != NULL)
-            OB_CU(driver, cuMemFreeHost, region->host);
-        if (region->device != 0)
-            OB_CU(driver, cuMemFree, region->device);
+        if (region->host != NULL && OB_CU(driver, cuMemFreeHost, region->host) != OMPBATCH_OK)
+            ob_log(1, "staging: %s", ompbatch_last_error());
+        if (region->device != 0 && OB_CU(driver, cuMemFree, region->device) != OMPBATCH_OK)
+            ob_log(1, "staging: %s", ompbatch_last_error());
         ob_driver_leave_context(pushed);
     }
     totals.host_bytes -= region->host_size;
@@ -105,9 +105,11 @@ static int alloc_pinned(const ob_driver *driver, size_t size, uintptr_t *out)
     return status;
 }
 
+/* Freeing an area being replaced: a failure is logged, the new area is used regardless. */
 static void release_pinned(const ob_driver *driver, uintptr_t ptr)
 {
-    OB_CU(driver, cuMemFreeHost, (void *)ptr);
+    if (OB_CU(driver, cuMemFreeHost, (void *)ptr) != OMPBATCH_OK)
+        ob_log(1, "staging: %s", ompbatch_last_error());
 }
 
 static int alloc_device(const ob_driver *driver, size_t size, uintptr_t *out)
@@ -122,7 +124,8 @@ static int alloc_device(const ob_driver *driver, size_t size, uintptr_t *out)
 
 static void release_device(const ob_driver *driver, uintptr_t ptr)
 {
-    OB_CU(driver, cuMemFree, (CUdeviceptr)ptr);
+    if (OB_CU(driver, cuMemFree, (CUdeviceptr)ptr) != OMPBATCH_OK)
+        ob_log(1, "staging: %s", ompbatch_last_error());
 }
 
 static const area_kind pinned_kind = {"pinned", &totals.host_bytes, alloc_pinned,

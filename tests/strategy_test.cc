@@ -658,6 +658,22 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
     }
 }
 
+// Freeing an outgrown area can fail: the new area is used, the failure is only logged.
+TEST_F(Strategy, AFailedFreeOfOutgrownStagingIsNotAFailure)
+{
+    EXPECT_EQ(16u, move(kLanes[H2D_PAGEABLE], std::vector<size_t>(16, 1000),
+                        OMPBATCH_STRATEGY_STAGED, 3).staged_copies);
+    ASSERT_EQ(0, fake().inject_failure("cuMemFreeHost", 1, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemFree", 1, CUDA_ERROR_INVALID_VALUE));
+    // 2 MiB of pieces: both areas of the region grow past 1 MiB.
+    ompbatch_stats s = move(kLanes[H2D_PAGEABLE], std::vector<size_t>(32, 64 << 10),
+                            OMPBATCH_STRATEGY_STAGED, 4);
+    EXPECT_EQ(32u, s.staged_copies);
+    EXPECT_EQ(0u, s.staging_refused);
+    EXPECT_EQ(1, fake().call_count("cuMemFreeHost"));
+    fake().clear_injections();
+}
+
 // A calibration that cannot allocate falls back to the built-in model; a cache that cannot be
 // written is reported and the measured model is used anyway.
 TEST_F(Strategy, CalibrationFailuresFallBackAndAnUnwritableCacheIsNotFatal)
