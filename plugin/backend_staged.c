@@ -208,7 +208,10 @@ static size_t place(size_t *cursor, uintptr_t device_address, size_t bytes)
 }
 
 typedef struct layout {
+    size_t total;          /* bytes of the step's copies */
     size_t chunk;          /* bytes of a piece's descriptor at most */
+    size_t packs;          /* copies packed by the CPU */
+    size_t gathers;        /* copies unpacked by the CPU at the wait */
     size_t first_pieces;   /* in-place and gather descriptors */
     size_t second_pieces;  /* scatter descriptors */
     size_t pack_bytes;
@@ -219,20 +222,21 @@ typedef struct layout {
 static void measure(const ob_plan *plan, const ob_step *step, layout *out)
 {
     memset(out, 0, sizeof(*out));
-    size_t total = 0;
     for (size_t i = step->begin; i < step->end; i++)
-        total += plan->copies[i].bytes;
-    out->chunk = chunk_for(total);
+        out->total += plan->copies[i].bytes;
+    out->chunk = chunk_for(out->total);
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
         switch (c->stage_how) {
         case OB_STAGE_PACK:
+            out->packs++;
             out->second_pieces += chunks(c->bytes, out->chunk);
             place(&out->pack_bytes, c->dst, c->bytes);
             if (c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
                 out->pack_in_stream_order = 1;
             break;
         case OB_STAGE_GATHER:
+            out->gathers++;
             out->first_pieces += chunks(c->bytes, out->chunk);
             place(&out->gather_bytes, c->src, c->bytes);
             break;
@@ -270,7 +274,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
                            second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
-    if ((status = reserve_moves(exec, step->end - step->begin)) != OMPBATCH_OK)
+    if ((status = reserve_moves(exec, lay.packs + lay.gathers)) != OMPBATCH_OK)
         return status;
     /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
      * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
@@ -283,9 +287,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
+    /* Packs first, then the unpacks, each in the order its pieces were placed. */
     size_t packs = 0;
-    exec->unpack_begin = step->end - step->begin; /* packs first, unpacks after them */
-    size_t unpacks = exec->unpack_begin;
+    exec->unpack_begin = lay.packs;
+    size_t u = exec->unpack_begin;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
         size_t at;
@@ -300,7 +305,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
             at = place(&gather_cursor, c->src, c->bytes);
             add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
                        lay.chunk);
-            unpacks++;
+            exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
             break;
         case OB_STAGE_IN_PLACE:
             add_pieces(first, &n_first, (uintptr_t)((intptr_t)c->dst + c->dst_mem.device_offset),
@@ -308,18 +313,6 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                        lay.chunk);
             break;
         }
-    }
-    if ((status = reserve_moves(exec, unpacks)) != OMPBATCH_OK)
-        return status;
-    /* Unpacks are listed after the packs in the same order the gathers were placed. */
-    gather_cursor = 0;
-    size_t u = exec->unpack_begin;
-    for (size_t i = step->begin; i < step->end; i++) {
-        const ob_copy *c = &plan->copies[i];
-        if (c->stage_how != OB_STAGE_GATHER)
-            continue;
-        size_t at = place(&gather_cursor, c->src, c->bytes);
-        exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
     }
     /* A packed source in stream order may be the target of work still on the stream. */
     if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
@@ -345,8 +338,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     }
     exec->scatter_table = second_device;
     exec->scatter_count = n_second;
-    for (size_t i = step->begin; i < step->end; i++)
-        exec->staged.bytes += plan->copies[i].bytes;
+    exec->staged.bytes += lay.total;
     exec->staged.copies += step->end - step->begin;
     exec->done += step->end - step->begin;
     return OMPBATCH_OK;

@@ -56,12 +56,11 @@ static size_t footprint(void)
 /* A failure to free is logged (the calibration's result stands either way). */
 static void free_buffers(const ob_driver *driver, buffers *b)
 {
-    int status = OMPBATCH_OK;
-    if (b->device_a && (status = OB_CU(driver, cuMemFree, b->device_a)) != OMPBATCH_OK)
+    if (b->device_a && OB_CU(driver, cuMemFree, b->device_a) != OMPBATCH_OK)
         ob_log(1, "calibration: %s", ompbatch_last_error());
-    if (b->device_b && (status = OB_CU(driver, cuMemFree, b->device_b)) != OMPBATCH_OK)
+    if (b->device_b && OB_CU(driver, cuMemFree, b->device_b) != OMPBATCH_OK)
         ob_log(1, "calibration: %s", ompbatch_last_error());
-    if (b->pinned && (status = OB_CU(driver, cuMemFreeHost, b->pinned)) != OMPBATCH_OK)
+    if (b->pinned && OB_CU(driver, cuMemFreeHost, b->pinned) != OMPBATCH_OK)
         ob_log(1, "calibration: %s", ompbatch_last_error());
     free(b->pageable);
 }
