@@ -61,6 +61,10 @@
 /* Exit status when every cell ran and every byte was right but a --targets target was missed. */
 #define EXIT_TARGET_MISSED 3
 
+/* Where a library way's time goes: the adds, the submit, the wait. */
+enum { PHASE_ADD = 0, PHASE_SUBMIT, PHASE_WAIT, N_PHASES };
+static const char *const phase_keys[N_PHASES] = {"add_us", "submit_us", "wait_us"};
+
 typedef enum bench_dir { DIR_H2D = 0, DIR_D2H = 1 } bench_dir;
 
 static const char *dir_name(bench_dir dir)
@@ -147,6 +151,7 @@ typedef struct cell {
     int repeats;
     double us[N_WAYS];              /* medians */
     double min_us[N_WAYS];
+    double phase_us[N_WAYS][N_PHASES]; /* library ways: medians of add, submit, wait */
     ompbatch_stats stats[N_WAYS];   /* library ways: after the last timed run */
     int way_verified[N_WAYS];
     int verified;                   /* every way's bytes were right */
@@ -444,8 +449,9 @@ static int bulk_once(const ex_gpu *gpu, const transfer *t, double *us)
     return status;
 }
 
-/* Reset is outside the timing: it only forgets the last fill (the stream is idle by then). */
-static int batch_once(ompbatch_batch *batch, const transfer *t, double *us)
+/* Reset is outside the timing: it only forgets the last fill (the stream is idle by then).
+ * phases (may be NULL) receives the time of the adds, the submit and the wait. */
+static int batch_once(ompbatch_batch *batch, const transfer *t, double *us, double *phases)
 {
     int status = ompbatch_batch_reset(batch);
     if (status != OMPBATCH_OK)
@@ -454,15 +460,23 @@ static int batch_once(ompbatch_batch *batch, const transfer *t, double *us)
     for (size_t i = 0; i < t->count && status == OMPBATCH_OK; i++)
         status = ompbatch_batch_add(batch, EX_HPTR(t->dst + i * t->stride), t->dst_num,
                                     EX_HPTR(t->src + i * t->stride), t->src_num, t->size, 0);
+    double added = ex_now_us();
     if (status == OMPBATCH_OK)
         status = ompbatch_batch_submit(batch);
+    double submitted = ex_now_us();
     if (status == OMPBATCH_OK)
         status = ompbatch_batch_wait(batch);
-    *us = ex_now_us() - start;
+    double end = ex_now_us();
+    *us = end - start;
+    if (phases != NULL) {
+        phases[PHASE_ADD] = added - start;
+        phases[PHASE_SUBMIT] = submitted - added;
+        phases[PHASE_WAIT] = end - submitted;
+    }
     return status;
 }
 
-static int run_way(const runner *r, bench_way way, double *us)
+static int run_way(const runner *r, bench_way way, double *us, double *phases)
 {
     switch (way) {
     case WAY_PER_COPY:
@@ -470,7 +484,7 @@ static int run_way(const runner *r, bench_way way, double *us)
     case WAY_BULK:
         return bulk_once(r->gpu, r->t, us);
     default:
-        return batch_once(r->batches[way], r->t, us);
+        return batch_once(r->batches[way], r->t, us, phases);
     }
 }
 
@@ -496,7 +510,7 @@ static int time_cell(const options *o, const runner *r, cell *c)
     int status = OMPBATCH_OK;
     for (int w = 0; w < o->warmup && status == OMPBATCH_OK; w++)
         for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++)
-            status = run_way(r, (bench_way)way, &warm[way]);
+            status = run_way(r, (bench_way)way, &warm[way], NULL);
     if (status != OMPBATCH_OK)
         return status;
     double round_us = 0;
@@ -504,7 +518,8 @@ static int time_cell(const options *o, const runner *r, cell *c)
         round_us += warm[way];
     c->repeats = choose_repeats(o, c, o->warmup > 0 ? round_us : 0);
     size_t n = (size_t)c->repeats;
-    double *times = malloc(N_WAYS * n * sizeof(*times));
+    /* times[way * n + rep]; phases[((way * N_PHASES) + phase) * n + rep] */
+    double *times = malloc(N_WAYS * n * (1 + N_PHASES) * sizeof(*times));
     if (times == NULL) {
         fprintf(stderr, BENCH ": out of memory for %d timings\n", c->repeats);
         return OMPBATCH_ERR_NO_MEMORY;
@@ -514,6 +529,7 @@ static int time_cell(const options *o, const runner *r, cell *c)
      * behind (pack threads awake or asleep, caches, the staging region) then biases its
      * successor: on the H200 auto, which always followed staged, timed 6-29% slower than staged
      * on identical paths into pageable memory. */
+    double *phases = times + N_WAYS * n;
     uint64_t order_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)c->count * 131 ^ (uint64_t)c->size;
     for (size_t rep = 0; rep < n && status == OMPBATCH_OK; rep++) {
         int order[N_WAYS];
@@ -526,12 +542,19 @@ static int time_cell(const options *o, const runner *r, cell *c)
             order[i] = order[j];
             order[j] = t;
         }
-        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++)
-            status = run_way(r, (bench_way)order[i], &times[(size_t)order[i] * n + rep]);
+        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++) {
+            size_t way = (size_t)order[i];
+            double got[N_PHASES] = {0};
+            status = run_way(r, (bench_way)way, &times[way * n + rep], got);
+            for (size_t ph = 0; ph < N_PHASES; ph++)
+                phases[(way * N_PHASES + ph) * n + rep] = got[ph];
+        }
     }
     for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++) {
         c->min_us[way] = ex_min(times + (size_t)way * n, n);
         c->us[way] = ex_median(times + (size_t)way * n, n);
+        for (size_t ph = 0; ph < N_PHASES; ph++)
+            c->phase_us[way][ph] = ex_median(phases + ((size_t)way * N_PHASES + ph) * n, n);
         memset(&c->stats[way], 0, sizeof(c->stats[way]));
         c->stats[way].struct_size = sizeof(c->stats[way]);
         if (way_is_library((bench_way)way))
@@ -559,13 +582,13 @@ static int verify_way(const runner *r, bench_way way, const unsigned char *expec
     const unsigned char *got = host_dst != NULL ? host_dst : scratch;
     if (host_dst != NULL) {
         memset(host_dst, EX_POISON, slab);
-        if ((status = run_way(r, way, &ignored)) != OMPBATCH_OK)
+        if ((status = run_way(r, way, &ignored, NULL)) != OMPBATCH_OK)
             return status;
     } else {
         ex_gpu *gpu = r->gpu;
         memset(scratch, EX_POISON, slab);
         if ((status = ex_gpu_copy(gpu, t->dst, EX_DPTR(scratch), slab)) != OMPBATCH_OK ||
-            (status = run_way(r, way, &ignored)) != OMPBATCH_OK ||
+            (status = run_way(r, way, &ignored, NULL)) != OMPBATCH_OK ||
             (status = ex_gpu_copy(gpu, EX_DPTR(scratch), t->dst, slab)) != OMPBATCH_OK)
             return status;
     }
@@ -816,6 +839,16 @@ static void json_cell(FILE *f, const cell *c)
         json_stats(f, &c->stats[way]);
         first = 0;
     }
+    fprintf(f, "}, \"phases\": {");
+    for (int way = 0, first = 1; way < N_WAYS; way++) {
+        if (!way_is_library((bench_way)way))
+            continue;
+        fprintf(f, "%s\"%s\": {", first ? "" : ", ", way_keys[way]);
+        for (int ph = 0; ph < N_PHASES; ph++)
+            fprintf(f, "%s\"%s\": %.3f", ph ? ", " : "", phase_keys[ph], c->phase_us[way][ph]);
+        fprintf(f, "}");
+        first = 0;
+    }
     fprintf(f, "}, \"verified_ways\": {");
     for (int way = 0; way < N_WAYS; way++)
         fprintf(f, "%s\"%s\": %s", way ? ", " : "", way_keys[way],
@@ -947,9 +980,31 @@ static void print_strategies(const cell *cells, size_t count)
     }
 }
 
+/* Where the library ways' time goes: a slow cell shows whether the CPU (adds, submit) or the
+ * transfer (wait) is what to work on. */
+static void print_phases(const cell *cells, size_t count)
+{
+    char name[96];
+    printf("\nphases (median us of the timed rounds)\n%-30s", "cell");
+    for (int way = 0; way < N_WAYS; way++)
+        if (way_is_library((bench_way)way))
+            printf(" %7s add  submit    wait", way_names[way]);
+    printf("\n");
+    for (size_t i = 0; i < count; i++) {
+        describe_cell(&cells[i], name, sizeof(name));
+        printf("%-30s", name);
+        for (int way = 0; way < N_WAYS; way++)
+            if (way_is_library((bench_way)way))
+                printf(" %11.1f %7.1f %7.1f", cells[i].phase_us[way][PHASE_ADD],
+                       cells[i].phase_us[way][PHASE_SUBMIT], cells[i].phase_us[way][PHASE_WAIT]);
+        printf("\n");
+    }
+}
+
 static void print_targets(const cell *cells, size_t count, const summary *s)
 {
     char name[96];
+    print_phases(cells, count);
     printf("\ntargets\n");
     for (size_t i = 0; i < count; i++) {
         const cell *c = &cells[i];

@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "error.h"
 #include "log.h"
+#include "stream_copy.h"
 #include "workers.h"
 
 /* Pieces longer than a chunk are cut into several descriptors, one block each, so that a few
@@ -105,7 +106,13 @@ typedef struct move_job {
     const size_t *starts; /* starts[i]: bytes of the moves before move i */
     size_t count;
     size_t total;
+    void (*copy)(void *, const void *, size_t);
 } move_job;
+
+static void copy_plain(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
 
 /* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
 static void move_part(void *arg, size_t part, size_t parts)
@@ -128,12 +135,13 @@ static void move_part(void *arg, size_t part, size_t parts)
         size_t begin = from > at ? from - at : 0;
         size_t end = to - at < m->bytes ? to - at : m->bytes;
         if (begin < end)
-            memcpy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
+            job->copy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
     }
 }
 
-void ob_host_moves_run(const ob_host_move *moves, size_t count)
+void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging)
 {
+    void (*copy)(void *, const void *, size_t) = into_staging ? ob_copy_streaming : copy_plain;
     size_t total = 0;
     for (size_t i = 0; i < count; i++)
         total += moves[i].bytes;
@@ -147,12 +155,12 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count)
                          : NULL;
     if (starts == NULL) {
         for (size_t i = 0; i < count; i++)
-            memcpy(moves[i].dst, moves[i].src, moves[i].bytes);
+            copy(moves[i].dst, moves[i].src, moves[i].bytes);
         return;
     }
     for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
         starts[i] = at;
-    move_job job = {moves, starts, count, total};
+    move_job job = {moves, starts, count, total, copy};
     ob_workers_run(move_part, &job, parts);
     free(starts);
 }
@@ -318,7 +326,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
         return status;
     if (packs > 0) {
-        ob_host_moves_run(exec->moves, packs);
+        ob_host_moves_run(exec->moves, packs, 1);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
     if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
@@ -392,7 +400,8 @@ int ob_staged_finish(ob_exec *exec)
 void ob_staged_complete(ob_exec *exec)
 {
     if (exec->move_count > exec->unpack_begin)
-        ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin);
+        ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
+                          0);
     exec->move_count = exec->unpack_begin = 0;
     ob_staging_release(exec->staging);
     exec->staging = NULL;

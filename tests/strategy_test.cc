@@ -23,6 +23,7 @@ extern "C" {
 #include "plugin/config.h"
 #include "plugin/cost.h"
 #include "plugin/staging.h"
+#include "plugin/stream_copy.h"
 #include "plugin/workers.h"
 }
 
@@ -737,6 +738,26 @@ TEST(CostModel, OverridesAreCheckedWhole)
     EXPECT_DOUBLE_EQ(4 * c.piece_us[4], ob_cost_piece(&c, 4 << 20));
 }
 
+// Streaming copies: every destination phase, sizes around the streaming threshold and the
+// 64-byte body, and nothing written outside the destination.
+TEST(StreamCopy, AnyAlignmentAndSizeExactAndBounded)
+{
+    std::vector<unsigned char> src = random_bytes(8192, 17);
+    const size_t sizes[] = {0, 1, 15, 63, 64, 255, 256, 257, 319, 320, 1000, 4096, 4099, 8000};
+    for (size_t size : sizes)
+        for (size_t dphase = 0; dphase < 32; dphase += 3)
+            for (size_t sphase = 0; sphase < 16; sphase += 5) {
+                std::vector<unsigned char> dst(8192 + 96, 0xA5);
+                ob_copy_streaming(&dst[32 + dphase], &src[sphase], size);
+                ASSERT_EQ(0, memcmp(&dst[32 + dphase], &src[sphase], size))
+                    << "size " << size << " dst phase " << dphase << " src phase " << sphase;
+                for (size_t i = 0; i < 32 + dphase; i++)
+                    ASSERT_EQ(0xA5, dst[i]) << "before, size " << size;
+                for (size_t i = 32 + dphase + size; i < dst.size(); i++)
+                    ASSERT_EQ(0xA5, dst[i]) << "after, size " << size;
+            }
+}
+
 TEST(Workers, EveryPartRunsOnce)
 {
     // Helpers even on a machine of two processors, so the threaded path runs.
@@ -757,14 +778,20 @@ TEST(Workers, EveryPartRunsOnce)
         moves.push_back({&dst[at], &src[at], n});
         at += n;
     }
-    ob_host_moves_run(moves.data(), moves.size());
+    ob_host_moves_run(moves.data(), moves.size(), 0);
     EXPECT_EQ(src, dst);
+    // The same into "staging": streaming stores, same bytes.
+    std::vector<unsigned char> streamed(src.size(), 0xDD);
+    for (auto &m : moves)
+        m.dst = &streamed[static_cast<const unsigned char *>(m.src) - src.data()];
+    ob_host_moves_run(moves.data(), moves.size(), 1);
+    EXPECT_EQ(src, streamed);
     // Back to back, as packs come: helpers still spinning take the next job.
     for (int round = 0; round < 20; round++) {
         std::vector<unsigned char> again(src.size(), static_cast<unsigned char>(round));
         for (auto &m : moves)
             m.dst = &again[static_cast<const unsigned char *>(m.src) - src.data()];
-        ob_host_moves_run(moves.data(), moves.size());
+        ob_host_moves_run(moves.data(), moves.size(), round & 1);
         ASSERT_EQ(src, again) << "round " << round;
     }
     unsetenv("OMPBATCH_PACK_THREADS");
