@@ -21,8 +21,13 @@ struct ompbatch_batch {
     int initial_device;       /* the number, besides OMPBATCH_HOST_DEVICE, naming the host */
     CUstream stream;
     ompbatch_batch_options options;
-    ob_copy *copies;
+    /* The copies as added: only what the caller gave, 40 bytes each (add is the hot path, and
+     * a refill of the same copies is recognised by one memcmp against planned_keys). */
+    ob_copy_key *added;
     size_t count;
+    size_t added_capacity;
+    /* The added copies spelled out for planning; the plan takes this array over. */
+    ob_copy *copies;
     size_t capacity;
     batch_state state;
     ob_plan plan;
@@ -182,20 +187,20 @@ static int check_pointer(size_t index, const char *what, const void *ptr, size_t
     return OMPBATCH_OK;
 }
 
-/* A slot at the end of the batch's copies; the caller fills it and then counts it. */
-static ob_copy *next_slot(ompbatch_batch *batch)
+/* A slot at the end of the batch's added copies; the caller fills it and then counts it. */
+static ob_copy_key *next_slot(ompbatch_batch *batch)
 {
-    if (batch->count == batch->capacity) {
-        size_t capacity = batch->capacity ? batch->capacity * 2 : 64;
-        ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
+    if (batch->count == batch->added_capacity) {
+        size_t capacity = batch->added_capacity ? batch->added_capacity * 2 : 64;
+        ob_copy_key *grown = ob_realloc(batch->added, capacity * sizeof(*grown));
         if (grown == NULL) {
             ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies", capacity);
             return NULL;
         }
-        batch->copies = grown;
-        batch->capacity = capacity;
+        batch->added = grown;
+        batch->added_capacity = capacity;
     }
-    return &batch->copies[batch->count];
+    return &batch->added[batch->count];
 }
 
 int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
@@ -214,18 +219,10 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
         (status = resolve_side(batch, index, "src_device_num", src_device_num, &src_side)) !=
             OMPBATCH_OK)
         return status;
-    ob_copy *copy = next_slot(batch);
-    if (copy == NULL)
+    ob_copy_key *key = next_slot(batch);
+    if (key == NULL)
         return OMPBATCH_ERR_NO_MEMORY;
-    /* Only what the caller gave: planning fills in the rest (add is the hot path). */
-    copy->dst = (uintptr_t)dst;
-    copy->src = (uintptr_t)src;
-    copy->bytes = bytes;
-    copy->map_type = map_type;
-    copy->dst_side = dst_side;
-    copy->src_side = src_side;
-    copy->index = index;
-    copy->merged = 1;
+    *key = (ob_copy_key){(uintptr_t)dst, (uintptr_t)src, bytes, map_type, dst_side, src_side};
     batch->count++;
     return OMPBATCH_OK;
 }
@@ -283,8 +280,37 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
 
 /* Plans the batch's copies; `take` hands the copies' array to the plan instead of copying it
  * (submit: nothing reads the added copies afterwards, only their count). */
+/* Spells the added copies out into batch->copies for planning. */
+static int expand_added(ompbatch_batch *batch)
+{
+    if (batch->count > batch->capacity || batch->copies == NULL) {
+        size_t capacity = batch->count > 64 ? batch->count : 64;
+        ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot plan %zu copies", batch->count);
+        batch->copies = grown;
+        batch->capacity = capacity;
+    }
+    for (size_t i = 0; i < batch->count; i++) {
+        const ob_copy_key *k = &batch->added[i];
+        ob_copy *c = &batch->copies[i];
+        c->dst = k->dst;
+        c->src = k->src;
+        c->bytes = k->bytes;
+        c->map_type = k->map_type;
+        c->dst_side = k->dst_side;
+        c->src_side = k->src_side;
+        c->index = i;
+        c->merged = 1;
+    }
+    return OMPBATCH_OK;
+}
+
 static int plan_copies(ompbatch_batch *batch, int take)
 {
+    int status = expand_added(batch);
+    if (status != OMPBATCH_OK)
+        return status;
     const ob_config *config = ob_config_get();
     ob_plan_params params;
     memset(&params, 0, sizeof(params));
@@ -317,7 +343,7 @@ static int plan_copies(ompbatch_batch *batch, int take)
      * device copies, or a large one, automatic strategy. */
     if (params.driver != NULL && params.strategy == OB_STRATEGY_AUTO && !params.disabled &&
         (batch->count > 1 ||
-         (batch->count == 1 && batch->copies[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
+         (batch->count == 1 && batch->added[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
         params.cost = ob_cost_model_for(batch->device.ordinal);
     if (take)
         return ob_plan_build_from(&batch->plan, &batch->copies, &batch->capacity, batch->count,
@@ -330,40 +356,29 @@ static int build_plan(ompbatch_batch *batch)
     return plan_copies(batch, 0);
 }
 
+/* memcmp below compares keys whole: they must have no padding. */
+_Static_assert(sizeof(ob_copy_key) == 4 * sizeof(uint64_t) + 2 * sizeof(ob_side),
+               "ob_copy_key has padding");
+
 static int keys_match(const ompbatch_batch *batch)
 {
-    if (!batch->plan_reusable || batch->planned_count != batch->count ||
-        batch->planned_config != ob_config_generation())
-        return 0;
-    for (size_t i = 0; i < batch->count; i++) {
-        const ob_copy *c = &batch->copies[i];
-        const ob_copy_key *k = &batch->planned_keys[i];
-        if (c->dst != k->dst || c->src != k->src || c->bytes != k->bytes ||
-            c->map_type != k->map_type || c->dst_side != k->dst_side ||
-            c->src_side != k->src_side)
-            return 0;
-    }
-    return 1;
+    return batch->plan_reusable && batch->planned_count == batch->count &&
+           batch->planned_config == ob_config_generation() &&
+           (batch->count == 0 ||
+            memcmp(batch->added, batch->planned_keys, batch->count * sizeof(ob_copy_key)) == 0);
 }
 
-/* Remembers the copies a plan is about to be built from; on failure to remember, the plan is
- * simply not reused. */
+/* The added copies become the keys of the plan just built from them: the two arrays trade
+ * places, and the next fill writes over the old keys. */
 static void remember_keys(ompbatch_batch *batch)
 {
-    batch->plan_reusable = 0;
-    if (batch->count > batch->planned_capacity) {
-        ob_copy_key *grown = ob_realloc(batch->planned_keys, batch->count * sizeof(*grown));
-        if (grown == NULL)
-            return;
-        batch->planned_keys = grown;
-        batch->planned_capacity = batch->count;
-    }
-    for (size_t i = 0; i < batch->count; i++) {
-        const ob_copy *c = &batch->copies[i];
-        batch->planned_keys[i] = (ob_copy_key){c->dst, c->src, c->bytes, c->map_type,
-                                               c->dst_side, c->src_side};
-    }
+    ob_copy_key *keys = batch->planned_keys;
+    size_t capacity = batch->planned_capacity;
+    batch->planned_keys = batch->added;
+    batch->planned_capacity = batch->added_capacity;
     batch->planned_count = batch->count;
+    batch->added = keys;
+    batch->added_capacity = capacity;
 }
 
 /* Runs fn with the batch device's context current (CUDA batches only). */
@@ -422,11 +437,10 @@ static int plan_and_run(ompbatch_batch *batch)
     int status = OMPBATCH_OK;
     batch->plan_reused = keys_match(batch);
     if (!batch->plan_reused) {
-        remember_keys(batch);
         batch->planned_config = ob_config_generation();
-        int remembered = batch->planned_count == batch->count;
         status = plan_copies(batch, 1);
-        batch->plan_reusable = status == OMPBATCH_OK && remembered;
+        remember_keys(batch);
+        batch->plan_reusable = status == OMPBATCH_OK;
     }
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
@@ -517,6 +531,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
     int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     ob_plan_free(&batch->plan);
     free(batch->planned_keys);
+    free(batch->added);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);
     free(batch->copies);

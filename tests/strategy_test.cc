@@ -469,15 +469,19 @@ TEST_F(Strategy, ARefillWithTheSameCopiesReusesThePlan)
     ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
     Batch b(0, nullptr, &o);
     uint64_t salt = 40;
-    auto round = [&](size_t count, size_t bytes) {
+    // moved: the copy whose destination moves up one byte (none when out of range).
+    auto round = [&](size_t count, size_t bytes, size_t moved = SIZE_MAX) {
         host.fill(salt++);
         for (size_t i = 0; i < count; i++)
-            EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1000, 0,
-                                                      host.ptr + i * 1000, H, bytes, 0));
+            EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1000 + (i == moved), 0,
+                                                      host.ptr + i * 1000 + (i == moved), H,
+                                                      bytes, 0));
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
         for (size_t i = 0; i < count; i++)
-            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 1000, host.ptr + i * 1000, bytes)) << i;
+            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 1000 + (i == moved),
+                                     host.ptr + i * 1000 + (i == moved), bytes))
+                << i;
         ompbatch_stats s = b.stats();
         EXPECT_EQ(count, s.copies_planned);
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
@@ -488,6 +492,9 @@ TEST_F(Strategy, ARefillWithTheSameCopiesReusesThePlan)
     EXPECT_EQ(1u, round(40, 500));
     EXPECT_EQ(0u, round(40, 501)) << "a different size";
     EXPECT_EQ(0u, round(39, 501)) << "one copy fewer";
+    EXPECT_EQ(1u, round(39, 501));
+    EXPECT_EQ(0u, round(39, 501, 20)) << "one copy in the middle moved";
+    EXPECT_EQ(0u, round(39, 501)) << "and back";
     EXPECT_EQ(1u, round(39, 501));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(b.b));
     EXPECT_EQ(0u, round(39, 501)) << "after forgetting memory";
