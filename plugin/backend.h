@@ -58,6 +58,15 @@ typedef struct ob_exec {
     size_t scatter_count;
     size_t unpack_begin;       /* moves[unpack_begin, move_count) wait for the stream */
     ob_staged_counts staged;
+    /* The descriptors of a staged step that only moves in place, kept on the device once the
+     * same plan ran twice: later refills with the same copies launch on them directly. */
+    CUdeviceptr kept_table;
+    size_t kept_table_bytes;   /* allocated */
+    size_t kept_pieces;        /* descriptors in it; 0 when nothing is kept */
+    unsigned long kept_generation; /* the plan (ob_plan.generation) and step they belong to */
+    size_t kept_step;
+    unsigned long seen_generation; /* the plan of the last in-place step built, and its step */
+    size_t seen_step;
 } ob_exec;
 
 typedef struct ob_backend_ops {
@@ -79,6 +88,9 @@ int ob_staged_finish(ob_exec *exec);
 
 /* Sends bulk copies no batch call took. */
 int ob_exec_flush_extras(ob_exec *exec);
+
+/* Frees the kept descriptors; the device's context is current. */
+void ob_exec_drop_kept(ob_exec *exec);
 
 /* Moves the unpacks pending after the stream is idle, and gives the staging back. */
 void ob_staged_complete(ob_exec *exec);

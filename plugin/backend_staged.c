@@ -263,6 +263,70 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     return ob_backend_cuda_per_copy.run(exec, plan, step);
 }
 
+/* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
+static int run_kept(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    int status = launch(exec, exec->kept_table, exec->kept_pieces);
+    if (status != OMPBATCH_OK)
+        return status;
+    for (size_t i = step->begin; i < step->end; i++)
+        exec->staged.bytes += plan->copies[i].bytes;
+    exec->staged.copies += step->end - step->begin;
+    exec->done += step->end - step->begin;
+    return OMPBATCH_OK;
+}
+
+void ob_exec_drop_kept(ob_exec *exec)
+{
+    if (exec->kept_table_bytes > 0) {
+        CUresult r = exec->driver->fn.cuMemFree(exec->kept_table);
+        if (r != CUDA_SUCCESS)
+            ob_log(1, "device %d: cannot free %zu bytes of kept descriptors (CUresult %d)",
+                   exec->ordinal, exec->kept_table_bytes, (int)r);
+    }
+    exec->kept_table = 0;
+    exec->kept_table_bytes = 0;
+    exec->kept_pieces = 0;
+}
+
+/* The second time the same plan's in-place step is built, its descriptors (just launched on
+ * from host staging) are copied to device memory of the batch, behind the kernel on the
+ * stream: a plan used twice is likely a loop's. Keeping is optional; when memory or the copy
+ * fails, the step is simply built each time, and nothing is reported. */
+static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
+                       const ob_piece *table, size_t pieces)
+{
+    const ob_driver *driver = exec->driver;
+    exec->kept_pieces = 0;
+    if (exec->seen_generation != generation || exec->seen_step != step_at) {
+        exec->seen_generation = generation;
+        exec->seen_step = step_at;
+        return;
+    }
+    size_t bytes = pieces * sizeof(ob_piece);
+    if (bytes > exec->kept_table_bytes) {
+        ob_exec_drop_kept(exec);
+        CUdeviceptr grown = 0;
+        if (driver->fn.cuMemAlloc == NULL || driver->fn.cuMemFree == NULL ||
+            driver->fn.cuMemAlloc(&grown, bytes) != CUDA_SUCCESS) {
+            ob_log(2, "device %d: %zu descriptors not kept: no device memory", exec->ordinal,
+                   pieces);
+            return;
+        }
+        exec->kept_table = grown;
+        exec->kept_table_bytes = bytes;
+    }
+    if (driver->fn.cuMemcpyAsync(exec->kept_table, (CUdeviceptr)(uintptr_t)table, bytes,
+                                 exec->stream) != CUDA_SUCCESS) {
+        ob_log(2, "device %d: %zu descriptors not kept: the copy failed", exec->ordinal, pieces);
+        return;
+    }
+    exec->driver_calls++;
+    exec->kept_pieces = pieces;
+    exec->kept_generation = generation;
+    exec->kept_step = step_at;
+}
+
 int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 {
     const ob_driver *driver = exec->driver;
@@ -271,6 +335,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     exec->scatter_count = 0;
     if (load_kernel(driver, exec->ordinal, &exec->kernel) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
+    size_t step_at = (size_t)(step - plan->steps);
+    if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&
+        exec->kept_step == step_at)
+        return run_kept(exec, plan, step);
     layout lay;
     measure(plan, step, &lay);
     size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);
@@ -331,6 +399,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     }
     if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
         return status;
+    if (lay.packs == 0 && lay.gathers == 0)
+        keep_table(exec, plan->generation, step_at, first, n_first);
     /* From here the unpacks are owed at the wait. */
     exec->move_count = u;
     if (pack_cursor > 0) {

@@ -519,6 +519,13 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
     batch->plan_reusable = 0;
 }
 
+static int wait_and_drop_kept(ompbatch_batch *batch)
+{
+    int status = ob_exec_pending(&batch->exec) ? ob_exec_wait(&batch->exec) : OMPBATCH_OK;
+    ob_exec_drop_kept(&batch->exec);
+    return status;
+}
+
 int ompbatch_batch_destroy(ompbatch_batch *batch)
 {
     return ob_batch_destroy(batch);
@@ -528,7 +535,9 @@ int ob_batch_destroy(ompbatch_batch *batch)
 {
     if (batch == NULL)
         return OMPBATCH_OK;
-    int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    int status = ob_exec_pending(&batch->exec) || batch->exec.kept_table_bytes > 0
+                     ? with_context(batch, wait_and_drop_kept)
+                     : OMPBATCH_OK;
     ob_plan_free(&batch->plan);
     free(batch->planned_keys);
     free(batch->added);

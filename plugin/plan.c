@@ -678,6 +678,8 @@ fail:
 
 void ob_plan_clear(ob_plan *plan)
 {
+    static _Atomic unsigned long generations;
+    plan->generation = ++generations;
     plan->count = 0;
     plan->step_count = 0;
     plan->attr_count = 0;

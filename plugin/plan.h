@@ -68,6 +68,7 @@ typedef struct ob_plan {
     size_t decision_count;
     size_t decision_capacity;
     const char *cost_source;  /* the model's source, when one was asked */
+    unsigned long generation; /* new, process-wide, whenever the plan is (re)built */
     ob_plan_scratch scratch;
 } ob_plan;
 

@@ -1423,4 +1423,60 @@ TEST_P(GpuStrategyTest, EveryPieceArrivesByteExact)
 
 OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStrategyTest, StrategyCase, StrategyCases);
 
+// A loop refilling one batch with the same in-place copies (pinned host to device, device to
+// device, device to pinned host): from the third round the kernel runs on descriptors kept on
+// the device. Fresh random sources and poisoned destinations every round.
+TEST_F(GpuTest, ALoopOfTheSameStagedCopiesStaysExactOnKeptDescriptors)
+{
+    struct Way {
+        harness_mem_kind src, dst;
+        int src_num, dst_num;
+    };
+    const Way ways[] = {{HARNESS_MEM_PINNED, HARNESS_MEM_DEVICE, kHost, kDevice},
+                        {HARNESS_MEM_DEVICE, HARNESS_MEM_DEVICE, kDevice, kDevice},
+                        {HARNESS_MEM_DEVICE, HARNESS_MEM_PINNED, kDevice, kHost}};
+    for (const Way &way : ways) {
+        std::vector<size_t> sizes;
+        for (int i = 0; i < 300; i++)
+            sizes.push_back(1 + static_cast<size_t>(harness_rng_below(&rng_, 3000)));
+        Layout layout = Scattered(&rng_, sizes);
+        Buffer src("src"), dst("dst");
+        ASSERT_TRUE(src.Alloc(way.src, layout.src_bytes));
+        ASSERT_TRUE(dst.Alloc(way.dst, layout.dst_bytes));
+        ompbatch_batch_options options;
+        std::memset(&options, 0, sizeof(options));
+        options.struct_size = sizeof(options);
+        options.strategy = OMPBATCH_STRATEGY_STAGED;
+        ompbatch_batch *batch = nullptr;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&batch, kDevice, nullptr, &options));
+        std::vector<unsigned char> bytes(layout.src_bytes), got(layout.dst_bytes);
+        for (int round = 0; round < 5; round++) {
+            harness_fill_random(&rng_, bytes.data(), bytes.size());
+            ASSERT_EQ(0, harness_write(src.Raw(), 0, bytes.data(), bytes.size()));
+            ASSERT_EQ(0, harness_poison(dst.Raw(), kPoison));
+            for (const Piece &piece : layout.pieces)
+                ASSERT_EQ(OMPBATCH_OK,
+                          ompbatch_batch_add(batch, dst.At(piece.dst), way.dst_num,
+                                             src.At(piece.src), way.src_num, piece.bytes, 0));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch)) << ompbatch_last_error();
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch)) << ompbatch_last_error();
+            ompbatch_stats stats;
+            std::memset(&stats, 0, sizeof(stats));
+            stats.struct_size = sizeof(stats);
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_get_stats(batch, &stats));
+            EXPECT_EQ(sizes.size(), stats.staged_copies) << StatsText(stats);
+            EXPECT_EQ(round > 0 ? 1u : 0u, stats.plan_reused) << StatsText(stats);
+            ASSERT_EQ(0, harness_read(dst.Raw(), 0, got.data(), got.size()));
+            std::vector<unsigned char> expect(layout.dst_bytes, kPoison);
+            for (const Piece &piece : layout.pieces)
+                std::memcpy(&expect[piece.dst], &bytes[piece.src], piece.bytes);
+            size_t diff = 0;
+            ASSERT_EQ(0, harness_compare(expect.data(), got.data(), got.size(), &diff))
+                << "round " << round << ", first difference at byte " << diff;
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch));
+        }
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(batch)) << ompbatch_last_error();
+    }
+}
+
 } // namespace

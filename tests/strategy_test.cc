@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/stat.h>
@@ -458,6 +459,68 @@ TEST_F(Strategy, HostCopiesBesideStagedOnesInOneLevel)
     ompbatch_stats s = b.stats();
     EXPECT_EQ(6u, s.staged_copies);
     EXPECT_TRUE(s.paths & OMPBATCH_PATH_HOST);
+}
+
+// A loop's in-place step (pinned host to device, here) keeps its descriptors on the device
+// from the second run of the same plan: later runs launch on them without writing or copying
+// any. Fresh bytes every round prove the kernel still reads the sources; a failed allocation
+// or copy of the kept descriptors only means building them again.
+TEST_F(Strategy, ALoopKeepsItsInPlaceDescriptorsOnTheDevice)
+{
+    Buffer host(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    uint64_t salt = 70;
+    auto round = [&](Batch &b, size_t moved = SIZE_MAX) {
+        host.fill(salt++);
+        std::memset(dev.ptr, 0xA5, dev.bytes);
+        fake().reset();
+        for (size_t i = 0; i < 30; i++)
+            EXPECT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(b.b, dev.ptr + i * 1500 + (i == moved), 0,
+                                         host.ptr + i * 1500 + (i == moved), H, 700, 0));
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+        for (size_t i = 0; i < 30; i++)
+            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 1500 + (i == moved),
+                                     host.ptr + i * 1500 + (i == moved), 700))
+                << "copy " << i << ", round " << salt;
+        ompbatch_stats s = b.stats();
+        EXPECT_EQ(30u, s.staged_copies);
+        EXPECT_EQ(30u * 700, s.staged_bytes);
+        EXPECT_EQ(1u, s.kernel_launches);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+        // What kept (or not) the descriptors: allocations and copies of this round.
+        return std::make_pair(fake().call_count("cuMemAlloc"), fake().call_count("cuMemcpyAsync"));
+    };
+    {
+        Batch b(0, nullptr, &o);
+        round(b);
+        EXPECT_EQ(std::make_pair(1LL, 1LL), round(b)) << "the second run keeps them";
+        EXPECT_EQ(std::make_pair(0LL, 0LL), round(b)) << "later runs launch on them";
+        EXPECT_EQ(std::make_pair(0LL, 0LL), round(b));
+        EXPECT_EQ(std::make_pair(0LL, 0LL), round(b, 29)) << "a changed copy: a new plan";
+        EXPECT_EQ(std::make_pair(0LL, 1LL), round(b, 29)) << "kept again, in the same memory";
+        EXPECT_EQ(std::make_pair(0LL, 0LL), round(b, 29));
+        fake().reset();
+    }
+    EXPECT_EQ(1, fake().call_count("cuMemFree")) << "destroy frees the kept descriptors";
+    for (const char *failing : {"cuMemAlloc", "cuMemcpyAsync"}) {
+        Batch b(0, nullptr, &o);
+        round(b);
+        host.fill(salt++);
+        ASSERT_EQ(0, fake().inject_failure(failing, 1, CUDA_ERROR_OUT_OF_MEMORY));
+        for (size_t i = 0; i < 30; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1500, 0,
+                                                      host.ptr + i * 1500, H, 700, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << failing;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << failing;
+        for (size_t i = 0; i < 30; i++)
+            ASSERT_EQ(0, std::memcmp(dev.ptr + i * 1500, host.ptr + i * 1500, 700)) << failing;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+        std::pair<long long, long long> again = round(b);
+        EXPECT_EQ(1, again.second) << "kept on the next run after a failed " << failing;
+        EXPECT_EQ(std::make_pair(0LL, 0LL), round(b)) << failing;
+    }
 }
 
 // A batch refilled with the same copies reuses its plan; any change, forgetting memory, a
