@@ -63,6 +63,7 @@ typedef struct ob_exec {
     CUdeviceptr kept_table;
     size_t kept_table_bytes;   /* allocated */
     size_t kept_pieces;        /* descriptors in it; 0 when nothing is kept */
+    size_t kept_bytes;         /* bytes of the step's copies */
     unsigned long kept_generation; /* the plan (ob_plan.generation) and step they belong to */
     size_t kept_step;
     unsigned long seen_generation; /* the plan of the last in-place step built, and its step */

@@ -266,11 +266,12 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
 static int run_kept(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 {
+    (void)plan;
     int status = launch(exec, exec->kept_table, exec->kept_pieces);
     if (status != OMPBATCH_OK)
         return status;
-    for (size_t i = step->begin; i < step->end; i++)
-        exec->staged.bytes += plan->copies[i].bytes;
+    /* Counted when kept: reading the plan's copies again costs more than the launch. */
+    exec->staged.bytes += exec->kept_bytes;
     exec->staged.copies += step->end - step->begin;
     exec->done += step->end - step->begin;
     return OMPBATCH_OK;
@@ -294,7 +295,7 @@ void ob_exec_drop_kept(ob_exec *exec)
  * stream: a plan used twice is likely a loop's. Keeping is optional; when memory or the copy
  * fails, the step is simply built each time, and nothing is reported. */
 static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
-                       const ob_piece *table, size_t pieces)
+                       const ob_piece *table, size_t pieces, size_t step_bytes)
 {
     const ob_driver *driver = exec->driver;
     exec->kept_pieces = 0;
@@ -323,6 +324,7 @@ static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
     }
     exec->driver_calls++;
     exec->kept_pieces = pieces;
+    exec->kept_bytes = step_bytes;
     exec->kept_generation = generation;
     exec->kept_step = step_at;
 }
@@ -400,7 +402,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
         return status;
     if (lay.packs == 0 && lay.gathers == 0)
-        keep_table(exec, plan->generation, step_at, first, n_first);
+        keep_table(exec, plan->generation, step_at, first, n_first, lay.total);
     /* From here the unpacks are owed at the wait. */
     exec->move_count = u;
     if (pack_cursor > 0) {
