@@ -142,19 +142,29 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     return OMPBATCH_OK;
 }
 
-/* Which side of the batch a device number names: its device or the host. */
-static int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
-                        int device_num, ob_side *side)
+/* Which side of the batch a device number names: its device or the host. The numbers every
+ * caller uses are answered inline (add is hot: two calls per copy were measurable); anything
+ * else is looked up out of line. */
+static int resolve_side_slow(const ompbatch_batch *batch, size_t index, const char *what,
+                             int device_num, ob_side *side) __attribute__((noinline, cold));
+
+static inline int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
+                               int device_num, ob_side *side)
 {
     if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST) {
         *side = OB_SIDE_DEVICE;
         return OMPBATCH_OK;
     }
-    /* The common host numbers are answered without looking anything up: add is hot. */
     if (device_num == OMPBATCH_HOST_DEVICE || device_num == batch->initial_device) {
         *side = OB_SIDE_HOST;
         return OMPBATCH_OK;
     }
+    return resolve_side_slow(batch, index, what, device_num, side);
+}
+
+static int resolve_side_slow(const ompbatch_batch *batch, size_t index, const char *what,
+                             int device_num, ob_side *side)
+{
     ob_device device;
     int status = ob_device_resolve(device_num, what, &device);
     if (status != OMPBATCH_OK)
