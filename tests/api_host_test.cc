@@ -2,6 +2,7 @@
 // error messages, statistics, and byte-exact copies on random data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -360,6 +361,104 @@ TEST(Threads, BatchesOnDifferentThreadsAreIndependent)
         th.join();
     for (int t = 0; t < 8; t++)
         EXPECT_EQ(1, ok[t]) << "thread " << t;
+}
+
+// Whatever a refill does -- the same copies, one different at the start, middle or end, one
+// more, one fewer, a description half way, an allocation failure on its first add -- the bytes
+// are right and the plan is reused exactly when the copies are the same.
+TEST(Refill, ComparedAsAddedWhateverChanges)
+{
+    const size_t n = 50, piece = 96;
+    std::vector<unsigned char> src = random_bytes(n * 256 + 512, 71);
+    Batch batch;
+    uint64_t salt = 72;
+    // differ: the index of the copy whose destination and source move by one byte.
+    auto fill = [&](size_t count, size_t differ, std::vector<unsigned char> &dst) -> int {
+        for (size_t i = 0; i < count; i++) {
+            size_t shift = i == differ ? 1 : 0;
+            int status = ompbatch_batch_add(batch.b, &dst[i * 256 + shift], H,
+                                            &src[i * 256 + shift], H, piece, 0);
+            if (status != OMPBATCH_OK)
+                return status;
+        }
+        return OMPBATCH_OK;
+    };
+    // Same buffers every round (a refill names the same addresses), fresh bytes.
+    std::vector<unsigned char> dst(src.size());
+    auto round = [&](size_t count, size_t differ) {
+        std::vector<unsigned char> fresh = random_bytes(src.size(), salt++);
+        std::copy(fresh.begin(), fresh.end(), src.begin());
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        EXPECT_EQ(OMPBATCH_OK, fill(count, differ, dst)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        std::vector<unsigned char> expect(src.size(), 0xA5);
+        for (size_t i = 0; i < count; i++) {
+            size_t shift = i == differ ? 1 : 0;
+            std::memcpy(&expect[i * 256 + shift], &src[i * 256 + shift], piece);
+        }
+        EXPECT_EQ(expect, dst) << count << " copies, copy " << differ << " differing";
+        ompbatch_stats s = batch.stats();
+        EXPECT_EQ(count, s.copies_added);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        return s.plan_reused;
+    };
+    const size_t none = SIZE_MAX;
+    EXPECT_EQ(0u, round(n, none));
+    EXPECT_EQ(1u, round(n, none));
+    for (size_t differ : {size_t{0}, n / 2, n - 1}) {
+        EXPECT_EQ(0u, round(n, differ)) << "copy " << differ << " differs";
+        EXPECT_EQ(1u, round(n, differ)) << "the same again";
+        EXPECT_EQ(0u, round(n, none)) << "back to the first copies";
+        EXPECT_EQ(1u, round(n, none));
+    }
+    EXPECT_EQ(0u, round(n + 1, none)) << "one copy more";
+    EXPECT_EQ(0u, round(n, none)) << "one copy fewer";
+    EXPECT_EQ(1u, round(n, none));
+    // A description in the middle of a refill that matches so far plans what was added.
+    {
+        ASSERT_EQ(OMPBATCH_OK, fill(n / 2, none, dst));
+        size_t needed = 0;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(batch.b, nullptr, 0, &needed));
+        std::string text(needed + 1, '\0');
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(batch.b, &text[0], text.size(), nullptr));
+        EXPECT_NE(std::string::npos, text.find(std::to_string(n / 2) + " copies")) << text;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    }
+    EXPECT_EQ(0u, round(n, none)) << "after a description";
+    EXPECT_EQ(1u, round(n, none));
+    // A batch planned once has handed its keys' memory to the plan: the first add of its
+    // refill allocates, and when that fails the add fails cleanly and the next one carries on.
+    {
+        Batch fresh;
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(fresh.b, &dst[i * 256], H, &src[i * 256], H,
+                                                      piece, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(fresh.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(fresh.b));
+        std::vector<unsigned char> fresh_bytes = random_bytes(src.size(), salt++);
+        std::copy(fresh_bytes.begin(), fresh_bytes.end(), src.begin());
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        ob_alloc_fail_after_for_testing(0);
+        EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY,
+                  ompbatch_batch_add(fresh.b, &dst[1], H, &src[1], H, piece, 0));
+        ob_alloc_fail_after_for_testing(-1);
+        EXPECT_TRUE(message_has("cannot grow the batch")) << ompbatch_last_error();
+        EXPECT_EQ(0u, fresh.stats().copies_added);
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(fresh.b, &dst[i * 256 + (i >= n / 2)], H,
+                                                      &src[i * 256 + (i >= n / 2)], H, piece, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(fresh.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(fresh.b));
+        EXPECT_EQ(0u, fresh.stats().plan_reused);
+        EXPECT_EQ(n, fresh.stats().copies_added);
+        for (size_t i = 0; i < n; i++) {
+            size_t from = i * 256 + (i >= n / 2 ? 1 : 0);
+            ASSERT_EQ(0, std::memcmp(&dst[from], &src[from], piece)) << i;
+        }
+    }
+    EXPECT_EQ(1u, round(n, none)) << "another batch's refills change nothing here";
 }
 
 // Every allocation of a host batch's life fails in turn: each run either completes with the
