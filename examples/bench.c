@@ -52,7 +52,7 @@
 #define MIN_REPEATS 5
 #define CELL_BUDGET_US 1.5e6
 #define SMALL_CELL_FACTOR 5
-#define SMALL_CELL_BUDGET_US 0.25e6
+#define SMALL_CELL_BUDGET_US 1.0e6
 /* A cell counts as slower when it takes this much longer than what it is compared with: auto
  * against per-copy, and auto against the best single strategy (direct or staged). */
 #define SLOWER_RATIO 1.05
@@ -193,7 +193,8 @@ static void usage(FILE *out)
             "  --dirs LIST       h2d,d2h (default both)\n"
             "  --kinds LIST      pinned,pageable,managed host memory (default pinned,pageable)\n"
             "  --repeats N       timed rounds per cell (default 21; cells over 64 MiB run at most\n"
-            "                    %d, and slow cells are trimmed to about %.1f s, never below %d)\n"
+            "                    %d, and slow cells are trimmed to about %.1f s, never below %d;\n"
+            "                    fast cells run up to %dx as many, as fit in %.1f s)\n"
             "  --warmup N        untimed rounds per cell first (default 3)\n"
             "  --max-total SIZE  skip cells with more bytes than this (default 256M)\n"
             "  --gap SIZE        bytes between pieces before rounding up to 64 (default 64;\n"
@@ -211,7 +212,8 @@ static void usage(FILE *out)
             "  -h, --help        this text\n"
             "Exit status: 0 all well; 1 a failure or a byte mismatch; 2 a bad command line;\n"
             "%d a target missed (--targets).\n",
-            BIG_CELL_REPEATS, CELL_BUDGET_US * 1e-6, MIN_REPEATS, EXIT_TARGET_MISSED);
+            BIG_CELL_REPEATS, CELL_BUDGET_US * 1e-6, MIN_REPEATS, SMALL_CELL_FACTOR,
+            SMALL_CELL_BUDGET_US * 1e-6, EXIT_TARGET_MISSED);
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -491,10 +493,15 @@ static int run_way(const runner *r, bench_way way, double *us, double *phases)
 static int choose_repeats(const options *o, const cell *c, double warm_round_us)
 {
     int repeats = o->repeats;
-    /* Cells of a few tens of microseconds are the noisiest and the cheapest: give them up to
-     * SMALL_CELL_FACTOR times the rounds, still inside SMALL_CELL_BUDGET_US. */
-    if (warm_round_us > 0 && warm_round_us * repeats * SMALL_CELL_FACTOR < SMALL_CELL_BUDGET_US)
-        repeats *= SMALL_CELL_FACTOR;
+    /* Cells of tens to hundreds of microseconds are the noisiest and the cheapest: give them
+     * as many rounds as fit in SMALL_CELL_BUDGET_US, up to SMALL_CELL_FACTOR times the asked
+     * number. With 21 rounds, ways that took the very same path timed up to 15% apart in the
+     * H200 grids; a median of ~100 rounds narrows that. */
+    if (warm_round_us > 0 && warm_round_us * repeats < SMALL_CELL_BUDGET_US) {
+        double fit = SMALL_CELL_BUDGET_US / warm_round_us;
+        int most = repeats * SMALL_CELL_FACTOR;
+        repeats = fit < most ? (int)fit : most;
+    }
     if (c->count * c->size > BIG_CELL_BYTES && repeats > BIG_CELL_REPEATS)
         repeats = BIG_CELL_REPEATS;
     if (warm_round_us > 0 && repeats > MIN_REPEATS && warm_round_us * repeats > CELL_BUDGET_US) {
@@ -1165,9 +1172,11 @@ int main(int argc, char **argv)
            info.driver_version / 1000, info.driver_version % 1000 / 10,
            ex_form_name(info.batch_form), info.forced ? " (forced by OMPBATCH_BATCH_FORM)" : "");
     printf("%s; median us of %d timed rounds of all ways after %d warm-up(s) (fewer for cells "
-           "over 64 MiB or slow ones); pieces %zu B apart, aligned to %zu, nothing merges; "
+           "over 64 MiB or slow ones, up to %dx for fast ones: column reps); pieces %zu B apart, "
+           "aligned to %zu, nothing merges; "
            "cells over %s skipped\n",
-           o.targets ? "target cells" : "grid", o.repeats, o.warmup, o.gap, PIECE_ALIGN,
+           o.targets ? "target cells" : "grid", o.repeats, o.warmup, SMALL_CELL_FACTOR, o.gap,
+           PIECE_ALIGN,
            ex_size_name(o.max_total, max_total, sizeof(max_total)));
     print_header();
 
