@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "error.h"
 #include "log.h"
+#include "resources.h"
 #include "stream_copy.h"
 #include "workers.h"
 
@@ -59,9 +60,11 @@ static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
             status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver cannot load kernels");
         if (status == OMPBATCH_OK)
             status = OB_CU(driver, cuModuleLoadData, &module, ob_copy_pieces_ptx);
-        if (status == OMPBATCH_OK)
+        if (status == OMPBATCH_OK) {
+            ob_resources_module_loaded();
             status = OB_CU(driver, cuModuleGetFunction, &kernel_functions[ordinal], module,
                            OB_COPY_PIECES_KERNEL);
+        }
         kernel_states[ordinal] = status == OMPBATCH_OK ? KERNEL_READY : KERNEL_UNAVAILABLE;
         if (status != OMPBATCH_OK)
             ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
@@ -280,6 +283,7 @@ static int run_kept(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 void ob_exec_drop_kept(ob_exec *exec)
 {
     if (exec->kept_table_bytes > 0) {
+        ob_resources_kept(-(long)exec->kept_table_bytes);
         CUresult r = exec->driver->fn.cuMemFree(exec->kept_table);
         if (r != CUDA_SUCCESS)
             ob_log(1, "device %d: cannot free %zu bytes of kept descriptors (CUresult %d)",
@@ -316,6 +320,7 @@ static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
         }
         exec->kept_table = grown;
         exec->kept_table_bytes = bytes;
+        ob_resources_kept((long)bytes);
     }
     if (driver->fn.cuMemcpyAsync(exec->kept_table, (CUdeviceptr)(uintptr_t)table, bytes,
                                  exec->stream) != CUDA_SUCCESS) {

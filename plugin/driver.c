@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "alloc.h"
 #include "driver.h"
+#include "resources.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -293,8 +294,11 @@ int ob_driver_own_stream(int ordinal, CUstream *out)
     if (status != OMPBATCH_OK)
         return status;
     pthread_mutex_lock(&lock);
-    if (slots[ordinal].stream == NULL)
+    if (slots[ordinal].stream == NULL) {
         status = OB_CU(&state, cuStreamCreate, &slots[ordinal].stream, CU_STREAM_NON_BLOCKING);
+        if (status == OMPBATCH_OK)
+            ob_resources_stream_created();
+    }
     *out = slots[ordinal].stream;
     pthread_mutex_unlock(&lock);
     int pop = ob_driver_pop_context();
