@@ -1,0 +1,206 @@
+// Injected faults at every driver call site: for every entry point the library resolves (and
+// cuGetProcAddress and either batch form), the 1st, 2nd and 3rd call fails with each of two
+// results, during a workload that loads the driver, calibrates nothing (built-in model),
+// creates batches of every strategy and moves pinned, pageable and device memory both ways.
+// Each run either completes with every byte right (the library routed around the fault) or
+// reports an OMPBATCH_ERR_* status with a message; afterwards nothing is left pending, no
+// context stays pushed, the library's memory goes back to where it was, and a fresh batch on
+// the same device works byte for byte.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/fake_fixture.h"
+
+extern "C" {
+#include "plugin/backend.h"
+#include "plugin/config.h"
+#include "plugin/cost.h"
+#include "plugin/driver_api.h"
+#include "plugin/staging.h"
+}
+
+namespace {
+
+const char *const kEntryPoints[] = {
+#define OB_SWEEP_NAME_(field, symbol, version, need) #field,
+    OMPBATCH_DRIVER_ENTRY_POINTS(OB_SWEEP_NAME_)
+#undef OB_SWEEP_NAME_
+        "cuGetProcAddress",
+    "cuMemcpyBatchAsync",
+};
+
+struct Buffers {
+    Buffer pinned{PINNED, 1 << 16};
+    Buffer pageable{PAGEABLE, 1 << 16};
+    Buffer device{DEVICE, 1 << 16};
+    Buffer back_pinned{PINNED, 1 << 16};
+    Buffer back_pageable{PAGEABLE, 1 << 16};
+};
+
+// One workload: every strategy, host to device from pinned and pageable memory, device to
+// device, then back to pinned and pageable memory. Returns the first failing status (with the
+// library's message in *why) or OMPBATCH_OK when every byte arrived.
+int Workload(Buffers &b, uint64_t seed, std::string *why)
+{
+    b.pinned.fill(seed);
+    b.pageable.fill(seed + 1);
+    std::memset(b.back_pinned.ptr, 0xA5, b.back_pinned.bytes);
+    std::memset(b.back_pageable.ptr, 0xA5, b.back_pageable.bytes);
+    const int strategies[] = {OMPBATCH_STRATEGY_DIRECT, OMPBATCH_STRATEGY_STAGED,
+                              OMPBATCH_STRATEGY_AUTO};
+    for (int s = 0; s < 3; s++) {
+        ompbatch_batch_options o;
+        std::memset(&o, 0, sizeof(o));
+        o.struct_size = sizeof(o);
+        o.strategy = strategies[s];
+        ompbatch_batch *batch = nullptr;
+        int status = ompbatch_batch_create(&batch, 0, nullptr, &o);
+        size_t base = static_cast<size_t>(s) * 16384;
+        for (size_t i = 0; i < 12 && status == OMPBATCH_OK; i++) {
+            size_t at = base + i * 1024, n = 100 + i * 37;
+            unsigned char *src = i % 2 ? b.pinned.ptr : b.pageable.ptr;
+            status = ompbatch_batch_add(batch, b.device.ptr + at, 0, src + at, H, n, 0);
+            // The device copy moves it on within the device; the last copies bring it back.
+            if (status == OMPBATCH_OK)
+                status = ompbatch_batch_add(batch, b.device.ptr + at + 512, 0, b.device.ptr + at,
+                                            0, n / 2, 0);
+            if (status == OMPBATCH_OK)
+                status = ompbatch_batch_add(batch, (i % 2 ? b.back_pinned.ptr
+                                                          : b.back_pageable.ptr) + at,
+                                            H, b.device.ptr + at, 0, n, 0);
+        }
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(batch);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(batch);
+        if (status != OMPBATCH_OK && why != nullptr)
+            *why = ompbatch_last_error();
+        // Destroy even after a failure; its own status is not the workload's.
+        if (batch != nullptr)
+            ompbatch_batch_destroy(batch);
+        if (status != OMPBATCH_OK)
+            return status;
+        for (size_t i = 0; i < 12; i++) {
+            size_t at = base + i * 1024, n = 100 + i * 37;
+            const unsigned char *src = i % 2 ? b.pinned.ptr : b.pageable.ptr;
+            const unsigned char *got = (i % 2 ? b.back_pinned.ptr : b.back_pageable.ptr) + at;
+            // The device copy wrote the first n / 2 bytes at +512 (inside this copy's source
+            // range only when 512 < n): the expected bytes follow the same order.
+            std::vector<unsigned char> expect(src + at, src + at + n);
+            if (512 < n)
+                std::memcpy(expect.data() + 512, src + at, std::min(n / 2, n - 512));
+            if (std::memcmp(got, expect.data(), n) != 0) {
+                if (why != nullptr)
+                    *why = "bytes differ: strategy " + std::to_string(strategies[s]) +
+                           ", copy " + std::to_string(i);
+                return -1000;
+            }
+        }
+    }
+    return OMPBATCH_OK;
+}
+
+class FaultSweep : public FakeDriver {};
+
+TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
+{
+    // Allocations the buffers make are the baseline; staging is a pool and is freed idle.
+    Buffers buffers;
+    std::string why;
+    ASSERT_EQ(OMPBATCH_OK, Workload(buffers, 1, &why)) << why;
+    ob_staging_free_idle();
+    fake_cuda_stats base;
+    fake().get_stats(&base);
+    const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
+    size_t tried = 0, surfaced = 0, routed = 0, never_called = 0;
+    std::set<std::string> sites_hit;
+    // The second pass waits without polling, so that cuStreamSynchronize is the wait.
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+        for (const char *site : kEntryPoints) {
+            for (CUresult result : results) {
+                for (unsigned long nth = 1; nth <= 3; nth++) {
+                    SCOPED_TRACE(std::string(site) + " call " + std::to_string(nth) +
+                                 " fails with " + std::to_string(result));
+                    // A fresh driver load, so that load-time calls can fail too.
+                    fake().reset();
+                    fake().deinit();
+                    ob_staged_forget_kernels_for_testing();
+                    ASSERT_EQ(0, fake().inject_failure(site, nth, result));
+                    ob_driver_reload_for_testing();
+                    why.clear();
+                    int status = Workload(buffers, 10 + tried, &why);
+                    // Idle staging is the pool's, not a leak: it is freed before allocations are
+                    // counted, still under the injection (so failed frees are exercised too).
+                    ob_staging_free_idle();
+                    fake_cuda_stats after;
+                    fake().get_stats(&after);
+                    fake().clear_injections();
+                    tried++;
+                    if (after.injected_failures == 0) {
+                        never_called++;
+                        EXPECT_EQ(OMPBATCH_OK, status) << why;
+                        continue;
+                    }
+                    sites_hit.insert(site);
+                    EXPECT_NE(-1000, status) << "wrong bytes after a fault: " << why;
+                    if (status == OMPBATCH_OK) {
+                        routed++;
+                    } else {
+                        surfaced++;
+                        EXPECT_LT(status, 0);
+                        EXPECT_STRNE("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(status));
+                        EXPECT_FALSE(why.empty()) << "no message for " << ompbatch_err_name(status);
+                    }
+                    // Nothing left behind: no copy pending, no context pushed, no allocation. A
+                    // failed pop leaves its context pushed whatever the caller does: it must be
+                    // reported, and the test pops it before going on.
+                    fake().get_stats(&after);
+                    EXPECT_EQ(0u, after.pending_copies);
+                    if (std::string(site) == "cuCtxPopCurrent") {
+                        EXPECT_NE(OMPBATCH_OK, status) << "a failed context pop went unreported";
+                        CUcontext popped;
+                        while (fake().ctx_stack_depth() > 0)
+                            ASSERT_EQ(CUDA_SUCCESS,
+                                      ob_driver_get()->fn.cuCtxPopCurrent(&popped));
+                    }
+                    EXPECT_EQ(0, fake().ctx_stack_depth());
+                    // A failed free leaves its allocation behind (it is logged); anything else
+                    // must be given back.
+                    bool is_free = std::string(site) == "cuMemFree" ||
+                                   std::string(site) == "cuMemFreeHost";
+                    EXPECT_EQ(base.live_allocations + (is_free ? after.injected_failures : 0),
+                              after.live_allocations);
+                    if (is_free)
+                        base.live_allocations = after.live_allocations;
+                    // The same device works again, byte for byte, after a clean reload.
+                    fake().deinit();
+                    ob_driver_reload_for_testing();
+                    why.clear();
+                    EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 500 + tried, &why)) << why;
+                    ob_staging_free_idle();
+                }
+            }
+        }
+    }
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
+    std::string missed;
+    for (const char *site : kEntryPoints)
+        if (!sites_hit.count(site))
+            missed += std::string(" ") + site;
+    std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 2 wait "
+                "modes); %zu call sites reached: %zu faults surfaced as errors, %zu routed around; %zu "
+                "injections not reached by the workload; entry points it never calls:%s\n",
+                tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), sites_hit.size(),
+                surfaced, routed, never_called, missed.c_str());
+    EXPECT_GE(sites_hit.size(), 20u);
+}
+
+} // namespace
