@@ -1,5 +1,6 @@
 /* Batch objects: the public API that collects copies, plans and submits them. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,15 @@
 
 typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
 
+/* A batch's first field says whether it is alive. Destroyed batches keep their (emptied) struct
+ * for the last OB_DESTROYED_KEPT destroys, so that a use after destroy or a second destroy in
+ * that window is an error naming the batch instead of a crash. */
+#define OB_BATCH_ALIVE 0x0b8a7c11u
+#define OB_BATCH_DESTROYED 0xdeadba7cu
+#define OB_DESTROYED_KEPT 256
+
 struct ompbatch_batch {
+    unsigned magic;
     ob_device device;
     int initial_device;       /* the number, besides OMPBATCH_HOST_DEVICE, naming the host */
     CUstream stream;
@@ -126,6 +135,7 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     ompbatch_batch *batch = ob_calloc(1, sizeof(*batch));
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a batch");
+    batch->magic = OB_BATCH_ALIVE;
     batch->device = device;
     const ob_omp_runtime *omp = ob_omp_runtime_get();
     const ob_driver *driver = ob_driver_get();
@@ -177,10 +187,24 @@ static int resolve_side_slow(const ompbatch_batch *batch, size_t index, const ch
     return OMPBATCH_OK;
 }
 
-static int check_open(const ompbatch_batch *batch)
+/* NULL, destroyed or not a batch: every public batch function asks first. */
+static int check_batch(const ompbatch_batch *batch)
 {
     if (batch == NULL)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    if (batch->magic == OB_BATCH_ALIVE)
+        return OMPBATCH_OK;
+    if (batch->magic == OB_BATCH_DESTROYED)
+        return ob_fail(OMPBATCH_ERR_BAD_STATE, "batch %p was destroyed", (const void *)batch);
+    return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "batch %p is not a batch made by ompbatch",
+                   (const void *)batch);
+}
+
+static int check_open(const ompbatch_batch *batch)
+{
+    int status = check_batch(batch);
+    if (status != OMPBATCH_OK)
+        return status;
     if (batch->state != BATCH_OPEN)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "the batch was submitted; reset it before adding copies");
@@ -481,8 +505,9 @@ static int wait_exec(ompbatch_batch *batch)
 
 int ompbatch_batch_wait(ompbatch_batch *batch)
 {
-    if (batch == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    int checked = check_batch(batch);
+    if (checked != OMPBATCH_OK)
+        return checked;
     if (!ob_exec_pending(&batch->exec))
         return OMPBATCH_OK;
     return with_context(batch, wait_exec);
@@ -490,8 +515,9 @@ int ompbatch_batch_wait(ompbatch_batch *batch)
 
 int ompbatch_batch_reset(ompbatch_batch *batch)
 {
-    if (batch == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    int checked = check_batch(batch);
+    if (checked != OMPBATCH_OK)
+        return checked;
     int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     batch->count = 0;
     batch->state = BATCH_OPEN;
@@ -507,8 +533,9 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
 
 int ompbatch_batch_forget_memory(ompbatch_batch *batch)
 {
-    if (batch == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    int checked = check_batch(batch);
+    if (checked != OMPBATCH_OK)
+        return checked;
     if (batch->state == BATCH_OPEN && batch->count > 0)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "the batch holds %zu copies not yet submitted; submit or reset it first",
@@ -541,27 +568,50 @@ int ompbatch_batch_destroy(ompbatch_batch *batch)
     return ob_batch_destroy(batch);
 }
 
+/* The structs of the last OB_DESTROYED_KEPT destroyed batches (check_batch). */
+static pthread_mutex_t destroyed_lock = PTHREAD_MUTEX_INITIALIZER;
+static ompbatch_batch *destroyed[OB_DESTROYED_KEPT];
+static size_t destroyed_next;
+
+static void keep_destroyed(ompbatch_batch *batch)
+{
+    pthread_mutex_lock(&destroyed_lock);
+    ompbatch_batch *oldest = destroyed[destroyed_next];
+    destroyed[destroyed_next] = batch;
+    destroyed_next = (destroyed_next + 1) % OB_DESTROYED_KEPT;
+    pthread_mutex_unlock(&destroyed_lock);
+    free(oldest);
+}
+
 int ob_batch_destroy(ompbatch_batch *batch)
 {
     if (batch == NULL)
         return OMPBATCH_OK;
-    int status = ob_exec_pending(&batch->exec) || batch->exec.kept_table_bytes > 0
-                     ? with_context(batch, wait_and_drop_kept)
-                     : OMPBATCH_OK;
+    int status = check_batch(batch);
+    if (status != OMPBATCH_OK)
+        return status;
+    status = ob_exec_pending(&batch->exec) || batch->exec.kept_table_bytes > 0
+                 ? with_context(batch, wait_and_drop_kept)
+                 : OMPBATCH_OK;
     ob_plan_free(&batch->plan);
     free(batch->planned_keys);
     free(batch->added);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);
     free(batch->copies);
-    free(batch);
+    memset(batch, 0, sizeof(*batch));
+    batch->magic = OB_BATCH_DESTROYED;
+    keep_destroyed(batch);
     return status;
 }
 
 int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
 {
-    if (batch == NULL || stats == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "%s is NULL", batch == NULL ? "batch" : "stats");
+    int checked = check_batch(batch);
+    if (checked != OMPBATCH_OK)
+        return checked;
+    if (stats == NULL)
+        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "stats is NULL");
     if (stats->struct_size < sizeof(stats->struct_size))
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                        "stats->struct_size is %zu; set it to sizeof(ompbatch_stats)",
@@ -580,8 +630,9 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
 
 int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_t *needed)
 {
-    if (batch == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "batch is NULL");
+    int checked = check_batch(batch);
+    if (checked != OMPBATCH_OK)
+        return checked;
     if (buf == NULL && size > 0)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "buf is NULL but size is %zu", size);
     if (batch->state == BATCH_OPEN) {

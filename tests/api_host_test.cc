@@ -148,6 +148,44 @@ TEST(BatchAdd, RejectsBadCopiesNamingTheCopyIndex)
     EXPECT_EQ(1u, s.copies_zero);
 }
 
+// A destroyed batch is dead, not a crash: every batch function names it, a second destroy
+// too, and a pointer that never was a batch is refused (for the last 256 destroys; older
+// pointers are freed memory, as with free).
+TEST(BatchLifecycle, UseAfterDestroyAndDoubleDestroyAreErrors)
+{
+    unsigned char a[64] = {1}, b[64] = {0};
+    ompbatch_batch *batch = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&batch, H, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch, b, H, a, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(batch));
+    ompbatch_stats stats;
+    std::memset(&stats, 0, sizeof(stats));
+    stats.struct_size = sizeof(stats);
+    char text[64];
+    const int results[] = {
+        ompbatch_batch_add(batch, b, H, a, H, 64, 0),
+        ompbatch_batch_submit(batch),
+        ompbatch_batch_wait(batch),
+        ompbatch_batch_reset(batch),
+        ompbatch_batch_forget_memory(batch),
+        ompbatch_batch_get_stats(batch, &stats),
+        ompbatch_batch_describe(batch, text, sizeof(text), nullptr),
+        ompbatch_batch_destroy(batch),
+    };
+    for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+        EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, results[i]) << "call " << i;
+    EXPECT_TRUE(message_has("was destroyed")) << ompbatch_last_error();
+    EXPECT_EQ(0, b[0]) << "a destroyed batch copied";
+    // Something that never was a batch.
+    alignas(16) unsigned char junk[4096];
+    std::memset(junk, 0x5A, sizeof(junk));
+    ompbatch_batch *fake_batch = reinterpret_cast<ompbatch_batch *>(junk);
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(fake_batch));
+    EXPECT_TRUE(message_has("is not a batch")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_destroy(fake_batch));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(nullptr)) << "like free(NULL)";
+}
+
 TEST(BatchLifecycle, AddingAfterSubmitNeedsAReset)
 {
     Batch batch;
