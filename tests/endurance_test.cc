@@ -50,9 +50,13 @@ long long DeviceFree()
     using MemGetInfo = CUresult (*)(size_t *, size_t *);
     auto info = reinterpret_cast<MemGetInfo>(dlsym(cuda, "cuMemGetInfo_v2"));
     size_t free_bytes = 0, total = 0;
-    long long result = info != nullptr && info(&free_bytes, &total) == CUDA_SUCCESS
-                           ? static_cast<long long>(free_bytes)
-                           : -1;
+    // cuMemGetInfo answers for the current context: the device's primary one.
+    long long result = -1;
+    if (info != nullptr && ob_driver_push_context(0) == OMPBATCH_OK) {
+        if (info(&free_bytes, &total) == CUDA_SUCCESS)
+            result = static_cast<long long>(free_bytes);
+        ob_driver_pop_context();
+    }
     dlclose(cuda);
     return result;
 }
