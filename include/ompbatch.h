@@ -267,6 +267,8 @@ typedef struct ompbatch_stats {
     uint64_t plan_reused;     /* 1 when the submit reused the previous submit's plan: the batch
                                  was reset and refilled with the same copies (same pointers,
                                  sizes, map types and devices, in the same order) */
+    uint64_t batch_fallbacks; /* cuMemcpyBatchAsync calls that failed and whose copies were
+                                 then sent one cuMemcpyAsync each (OMPBATCH_VERBOSE=1 logs why) */
 } ompbatch_stats;
 
 /* Copies the batch's statistics into *stats (struct_size must be set). */

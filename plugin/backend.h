@@ -35,6 +35,7 @@ typedef struct ob_exec {
     size_t done;               /* planned copies enqueued (or performed) successfully */
     size_t driver_calls;
     size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
+    size_t batch_fallbacks;    /* batch calls that failed and were sent one copy at a time */
     int stream_busy;           /* device work enqueued since the last synchronisation */
     /* Scratch arrays for one driver batch call, grown as needed. */
     CUdeviceptr *dsts;

@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "backend.h"
 #include "error.h"
+#include "log.h"
 
 static int reserve_scratch(ob_exec *exec, size_t needed)
 {
@@ -89,6 +90,42 @@ static int describe_failure(int status, const ob_plan *plan, const ob_step *step
                            plan->copies[step->begin].index);
 }
 
+/* The batch call failed (logged, and left as the thread's message): the step's entries -- its copies,
+ * then any staged bulk copies it carried -- go again one cuMemcpyAsync each. The copies of a
+ * step are independent (dependent ones are in later levels), so any the failed call did
+ * enqueue are only done twice. A source that must be read during the call (LITERAL, PRIVATE)
+ * is waited for before returning, as the batch call would have read it. If a copy fails here
+ * too, that failure is reported, naming the copy. */
+static int fall_back(ob_exec *exec, const ob_plan *plan, const ob_step *step, size_t entries,
+                     size_t n, int batch_status, size_t batch_fail)
+{
+    const ob_driver *driver = exec->driver;
+    describe_failure(batch_status, plan, step, batch_fail);
+    ob_log(1, "%s; sending its %zu entries one by one", ompbatch_last_error(), entries);
+    int read_now = 0;
+    for (size_t i = 0; i < n; i++)
+        if (plan->copies[step->begin + i].attr.srcAccessOrder ==
+            CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL)
+            read_now = 1;
+    for (size_t i = 0; i < entries; i++) {
+        exec->driver_calls++;
+        int status = OB_CU(driver, cuMemcpyAsync, exec->dsts[i], exec->srcs[i], exec->sizes[i],
+                           exec->stream);
+        if (status != OMPBATCH_OK)
+            return describe_failure(status, plan, step, i);
+        exec->stream_busy = 1;
+    }
+    exec->done += n;
+    exec->staged.paths |= OMPBATCH_PATH_PER_COPY;
+    exec->batch_fallbacks++;
+    if (read_now) {
+        int status = ob_stream_wait(driver, exec->stream);
+        if (status != OMPBATCH_OK)
+            return ob_fail_context(status, "after sending a failed batch's copies one by one: ");
+    }
+    return OMPBATCH_OK;
+}
+
 static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 {
     const ob_driver *driver = exec->driver;
@@ -118,7 +155,7 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->dsts, exec->srcs, exec->sizes,
                        entries, attrs, idxs, attr_count, exec->stream);
     if (status != OMPBATCH_OK)
-        return describe_failure(status, plan, step, fail);
+        return fall_back(exec, plan, step, entries, n, status, fail);
     exec->stream_busy = 1;
     exec->done += n;
     return OMPBATCH_OK;

@@ -485,6 +485,7 @@ static void update_stats(ompbatch_batch *batch)
     stats->kernel_launches = batch->exec.staged.kernel_launches;
     stats->staging_refused = batch->exec.staged.refused;
     stats->plan_reused = (uint64_t)batch->plan_reused;
+    stats->batch_fallbacks = batch->exec.batch_fallbacks;
     stats->paths = batch->exec.staged.paths;
     for (size_t s = 0; s < plan->step_count; s++) {
         switch (plan->steps[s].route) {
@@ -562,6 +563,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     batch->exec.done = 0;
     batch->exec.driver_calls = 0;
     batch->exec.batch_calls = 0;
+    batch->exec.batch_fallbacks = 0;
     memset(&batch->exec.staged, 0, sizeof(batch->exec.staged));
     /* The plan stays: the next submit may reuse it (plan_and_run). */
     memset(&batch->stats, 0, sizeof(batch->stats));

@@ -550,7 +550,9 @@ TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, 0, nullptr, nullptr));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b, dev.ptr, 0, pinned.ptr, H, 64, 0));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
+    // The batch call fails, and so does the first copy sent alone after it.
     ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(b));
     std::string message = ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
@@ -622,7 +624,74 @@ TEST_F(FakeDriver, MappedTransfersNeedAnOffloadRuntime)
 
 // ---- driver failures -----------------------------------------------------------------------
 
-TEST_F(FakeDriver, BatchFailureNamesTheCopyFromFailIdx)
+// A batch call that fails at run time costs nothing but time: the step's copies go again one
+// cuMemcpyAsync each, every byte arrives, and the stats count the fallback. Both batch forms.
+TEST_F(FakeDriver, AFailedBatchCallFallsBackToOneCopyAtATime)
+{
+    for (int version : {12080, 13000}) {
+        load(version);
+        Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+        pinned.fill(static_cast<uint64_t>(version));
+        std::memset(dev.ptr, 0xA5, dev.bytes);
+        Batch batch;
+        for (int i = 0; i < 10; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0,
+                                                      pinned.ptr + i * 512, H, 100, 0));
+        ASSERT_EQ(0, fake().inject_batch_failure(1, 6, CUDA_ERROR_INVALID_VALUE));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        for (int i = 0; i < 10; i++)
+            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 512, pinned.ptr + i * 512, 100)) << i;
+        EXPECT_EQ(0xA5, dev.ptr[100]) << "a gap was written";
+        ompbatch_stats s = batch.stats();
+        EXPECT_EQ(10u, s.copies_done);
+        EXPECT_EQ(1u, s.batch_fallbacks);
+        EXPECT_EQ(11u, s.driver_calls) << "the failed batch call, then one call per copy";
+        EXPECT_NE(0u, s.paths & OMPBATCH_PATH_PER_COPY);
+        EXPECT_EQ(10, fake().call_count("cuMemcpyAsync"));
+        // The next submit tries the batch call again.
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        for (int i = 0; i < 10; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0,
+                                                      pinned.ptr + i * 512, H, 100, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+        EXPECT_EQ(0u, batch.stats().batch_fallbacks);
+        EXPECT_EQ(1u, batch.stats().driver_calls);
+    }
+}
+
+// Sources that die after submit (LITERAL) are still read during the call when the batch call
+// failed and the copies went one at a time: the caller's overwrite after submit changes nothing.
+TEST_F(FakeDriver, TheFallbackStillReadsDyingSourcesDuringTheCall)
+{
+    Buffer pinned(PINNED, 1 << 14), dev(DEVICE, 1 << 14);
+    pinned.fill(77);
+    std::vector<unsigned char> before(pinned.ptr, pinned.ptr + 8 * 512);
+    Batch batch;
+    for (int i = 0; i < 8; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512,
+                                                  H, 100, OMPBATCH_MAP_LITERAL));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_NOT_SUPPORTED));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    std::memset(pinned.ptr, 0x11, 8 * 512);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    for (int i = 0; i < 8; i++)
+        EXPECT_EQ(0, std::memcmp(dev.ptr + i * 512, before.data() + i * 512, 100)) << i;
+    EXPECT_EQ(1u, batch.stats().batch_fallbacks);
+    // If that wait fails, the submit says so.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    for (int i = 0; i < 8; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512,
+                                                  H, 100, OMPBATCH_MAP_LITERAL));
+    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_NOT_SUPPORTED));
+    fake().fail_next_sync(CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("after sending a failed batch's copies one by one"))
+        << ompbatch_last_error();
+}
+
+// When a copy also fails on its own, that failure is reported, naming the copy.
+TEST_F(FakeDriver, AFailureAfterTheFallbackNamesTheCopy)
 {
     load(12080);
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
@@ -631,15 +700,17 @@ TEST_F(FakeDriver, BatchFailureNamesTheCopyFromFailIdx)
         ASSERT_EQ(OMPBATCH_OK,
                   ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
     ASSERT_EQ(0, fake().inject_batch_failure(1, 6, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 7, CUDA_ERROR_INVALID_VALUE));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
     // Copies are sorted by destination, and were added in that order, so entry 6 is copy 6.
-    EXPECT_TRUE(message_has("copy 6: cuMemcpyBatchAsync_v12080 failed: CUDA_ERROR_INVALID_VALUE"))
+    EXPECT_TRUE(message_has("copy 6: cuMemcpyAsync failed: CUDA_ERROR_INVALID_VALUE"))
         << ompbatch_last_error();
     EXPECT_EQ(0u, batch.stats().copies_done);
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
 }
 
-TEST_F(FakeDriver, BatchFailureWithoutFailIdxNamesTheBatch)
+// A sticky error (the context is gone) fails the copies sent alone too: reported.
+TEST_F(FakeDriver, AStickyBatchFailureIsReported)
 {
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
     Batch batch;
@@ -647,9 +718,9 @@ TEST_F(FakeDriver, BatchFailureWithoutFailIdxNamesTheBatch)
         ASSERT_EQ(OMPBATCH_OK,
                   ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
     ASSERT_EQ(0, fake().inject_batch_failure(1, 3, CUDA_ERROR_ILLEGAL_ADDRESS));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_ILLEGAL_ADDRESS));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
-    EXPECT_TRUE(message_has("batch of 10 copies (copy 0 first): cuMemcpyBatchAsync_v13000 failed: "
-                            "CUDA_ERROR_ILLEGAL_ADDRESS"))
+    EXPECT_TRUE(message_has("copy 0: cuMemcpyAsync failed: CUDA_ERROR_ILLEGAL_ADDRESS"))
         << ompbatch_last_error();
 }
 
@@ -663,12 +734,14 @@ TEST_F(FakeDriver, LaterSubBatchesAreNotSubmittedAfterAFailure)
     for (int i = 0; i < 12; i++)
         ASSERT_EQ(OMPBATCH_OK,
                   ompbatch_batch_add(batch.b, dev.ptr + i * 512, 0, pinned.ptr + i * 512, H, 100, 0));
+    // The second sub-batch's call fails, and its first copy sent alone too.
     ASSERT_EQ(0, fake().inject_batch_failure(2, 0, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
     EXPECT_EQ(2u, fake().batch_record_count());
     ompbatch_stats s = batch.stats();
     EXPECT_EQ(4u, s.copies_done);
-    EXPECT_EQ(2u, s.driver_calls);
+    EXPECT_EQ(3u, s.driver_calls);
 }
 
 TEST_F(FakeDriver, PerCopyFailureNamesTheCopy)
@@ -771,6 +844,7 @@ TEST_F(FakeDriver, SubmitLeavesNoContextPushed)
     Batch batch;
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
     ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr + 128, 0, pinned.ptr + 128, H, 64, 0));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
     EXPECT_EQ(0, fake().ctx_stack_depth());

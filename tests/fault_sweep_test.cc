@@ -1,7 +1,8 @@
 // Injected faults at every driver call site: for every entry point the library resolves (and
 // cuGetProcAddress and either batch form), the 1st, 2nd and 3rd call fails with each of two
-// results, during a workload that loads the driver, calibrates nothing (built-in model),
-// creates batches of every strategy and moves pinned, pageable and device memory both ways.
+// results, in three passes (polling waits, blocking waits, the v12080 batch form), during a
+// workload that loads the driver, calibrates nothing (built-in model), creates batches of every
+// strategy and moves pinned, pageable and device memory both ways.
 // Each run either completes with every byte right (the library routed around the fault) or
 // reports an OMPBATCH_ERR_* status with a message; afterwards nothing is left pending, no
 // context stays pushed, the library's memory goes back to where it was, and a fresh batch on
@@ -119,10 +120,15 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
     const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
     size_t tried = 0, surfaced = 0, routed = 0, never_called = 0;
     std::set<std::string> sites_hit;
-    // The second pass waits without polling, so that cuStreamSynchronize is the wait.
-    for (int pass = 0; pass < 2; pass++) {
+    // The second pass waits without polling, so that cuStreamSynchronize is the wait; the
+    // third uses the driver's older batch form (v12080).
+    for (int pass = 0; pass < 3; pass++) {
         if (pass == 1)
             setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+        if (pass == 2) {
+            unsetenv("OMPBATCH_WAIT_POLL_US");
+            setenv("OMPBATCH_BATCH_FORM", "12080", 1);
+        }
         for (const char *site : kEntryPoints) {
             for (CUresult result : results) {
                 for (unsigned long nth = 1; nth <= 3; nth++) {
@@ -189,14 +195,14 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
             }
         }
     }
-    unsetenv("OMPBATCH_WAIT_POLL_US");
-    ob_config_reload();
+    unsetenv("OMPBATCH_BATCH_FORM");
+    ob_driver_reload_for_testing();
     std::string missed;
     for (const char *site : kEntryPoints)
         if (!sites_hit.count(site))
             missed += std::string(" ") + site;
-    std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 2 wait "
-                "modes); %zu call sites reached: %zu faults surfaced as errors, %zu routed "
+    std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 passes: "
+                "polling waits, blocking waits, the v12080 batch form); %zu call sites reached: %zu faults surfaced as errors, %zu routed "
                 "around; %zu injections not reached by the workload; entry points it never "
                 "calls:%s\n",
                 tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), sites_hit.size(),
