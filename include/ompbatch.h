@@ -95,10 +95,20 @@ OMPBATCH_API const char *ompbatch_last_error(void);
 #define OMPBATCH_MAP_LITERAL 0x100ULL
 #define OMPBATCH_MAP_IMPLICIT 0x200ULL
 #define OMPBATCH_MAP_CLOSE 0x400ULL
+#define OMPBATCH_MAP_MAPPER 0x800ULL
 #define OMPBATCH_MAP_PRESENT 0x1000ULL
 #define OMPBATCH_MAP_OMPX_HOLD 0x2000ULL
 #define OMPBATCH_MAP_NON_CONTIG (1ULL << 44)
 #define OMPBATCH_MAP_MEMBER_OF 0xffff000000000000ULL
+/* Every bit above. A map type with any other bit set is refused (OMPBATCH_ERR_INVALID_ARGUMENT,
+ * naming the copy): no OpenMP runtime makes one, so it is a mistake, such as a size or a pointer
+ * passed in its place. */
+#define OMPBATCH_MAP_KNOWN_BITS                                                                 \
+    (OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM | OMPBATCH_MAP_ALWAYS | OMPBATCH_MAP_DELETE |          \
+     OMPBATCH_MAP_PTR_AND_OBJ | OMPBATCH_MAP_TARGET_PARAM | OMPBATCH_MAP_RETURN_PARAM |         \
+     OMPBATCH_MAP_PRIVATE | OMPBATCH_MAP_LITERAL | OMPBATCH_MAP_IMPLICIT | OMPBATCH_MAP_CLOSE | \
+     OMPBATCH_MAP_MAPPER | OMPBATCH_MAP_PRESENT | OMPBATCH_MAP_OMPX_HOLD |                      \
+     OMPBATCH_MAP_NON_CONTIG | OMPBATCH_MAP_MEMBER_OF)
 
 /* The host ("initial device") in every device-number argument. */
 #define OMPBATCH_HOST_DEVICE (-1)

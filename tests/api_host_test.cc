@@ -151,6 +151,37 @@ TEST(BatchAdd, RejectsBadCopiesNamingTheCopyIndex)
 // A destroyed batch is dead, not a crash: every batch function names it, a second destroy
 // too, and a pointer that never was a batch is refused (for the last 256 destroys; older
 // pointers are freed memory, as with free).
+// Every map-type bit an OpenMP runtime uses is accepted; any other bit is refused, naming the
+// copy and the stray bits, and the batch stays usable.
+TEST(BatchAdd, MapTypesWithUnknownBitsAreRefused)
+{
+    std::vector<unsigned char> src = random_bytes(4096, 61), dst(4096, 0xA5);
+    Batch batch;
+    size_t added = 0;
+    for (int bit = 0; bit < 64; bit++) {
+        uint64_t map_type = 1ULL << bit;
+        int status = ompbatch_batch_add(batch.b, &dst[added * 64], H, &src[added * 64], H, 32,
+                                        map_type);
+        if (map_type & OMPBATCH_MAP_KNOWN_BITS) {
+            EXPECT_EQ(OMPBATCH_OK, status) << "bit " << bit << ": " << ompbatch_last_error();
+            added++;
+        } else {
+            EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, status) << "bit " << bit;
+            EXPECT_TRUE(message_has(("copy " + std::to_string(added) + ": map_type").c_str()))
+                << ompbatch_last_error();
+            EXPECT_TRUE(message_has("has bits no OpenMP map type uses")) << ompbatch_last_error();
+        }
+    }
+    EXPECT_EQ(31u, added) << "bits 0-13, 44 and 48-63";
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    for (size_t i = 0; i < added; i++)
+        EXPECT_EQ(0, std::memcmp(&dst[i * 64], &src[i * 64], 32)) << i;
+    // A mapped transfer checks them too.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_mapped(batch.b, src.data(), 8, OMPBATCH_MAP_TO | (1ULL << 20)));
+}
+
 TEST(BatchLifecycle, UseAfterDestroyAndDoubleDestroyAreErrors)
 {
     unsigned char a[64] = {1}, b[64] = {0};
