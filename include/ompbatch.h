@@ -189,8 +189,10 @@ typedef struct ompbatch_batch_options {
 } ompbatch_batch_options;
 
 /* Creates a batch for OpenMP device device_num (a CUDA device) and stream. stream is the
- * caller's CUstream, or NULL for the library's own non-blocking stream of that device (created
- * once, on the device's primary context). options may be NULL. Without a driver a batch can
+ * caller's CUstream, which must belong to that device's primary context (another device's or
+ * context's stream is refused with OMPBATCH_ERR_INVALID_ARGUMENT), or NULL for the library's
+ * own non-blocking stream of that device (created once, on the device's primary context).
+ * options may be NULL. Without a driver a batch can
  * still be created for the host (OMPBATCH_HOST_DEVICE) or for an OpenMP host-offload device;
  * its copies then run with memcpy. */
 OMPBATCH_API int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,

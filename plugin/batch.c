@@ -110,6 +110,31 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     return ob_batch_create_on(out, &device, stream, &opts);
 }
 
+/* A caller's stream must belong to the device's primary context, where the library enqueues
+ * (a stream of another device or context fails every submit). Checked when the driver can
+ * say (cuStreamGetCtx, CUDA 9.2 and later). */
+static int check_stream_context(const ob_device *device, CUstream stream)
+{
+    const ob_driver *driver = ob_driver_get();
+    if (driver->fn.cuStreamGetCtx == NULL)
+        return OMPBATCH_OK;
+    int status = ob_driver_push_context(device->ordinal);
+    if (status != OMPBATCH_OK)
+        return status;
+    CUcontext mine = NULL, theirs = NULL;
+    status = OB_CU(driver, cuCtxGetCurrent, &mine);
+    if (status == OMPBATCH_OK && (status = OB_CU(driver, cuStreamGetCtx, stream, &theirs)) !=
+                                     OMPBATCH_OK)
+        status = ob_fail_context(status, "stream %p: ", (void *)stream);
+    int popped = ob_driver_pop_context();
+    if (status == OMPBATCH_OK && theirs != mine)
+        status = ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                         "stream %p belongs to another context than device %d's (its primary "
+                         "context, where ompbatch enqueues)",
+                         (void *)stream, device->number);
+    return status != OMPBATCH_OK ? status : popped;
+}
+
 int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *stream,
                        const ompbatch_batch_options *options)
 {
@@ -126,6 +151,8 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     if (device.kind == OB_DEVICE_CUDA) {
         if (chosen == NULL && (status = ob_driver_own_stream(device.ordinal, &chosen)) !=
                                   OMPBATCH_OK)
+            return status;
+        if (stream != NULL && (status = check_stream_context(&device, chosen)) != OMPBATCH_OK)
             return status;
     } else if (chosen != NULL) {
         return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,

@@ -34,6 +34,7 @@
     X(cuStreamDestroy, cuStreamDestroy, 4000, REQUIRED)                                        \
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, REQUIRED)                                \
     X(cuStreamQuery, cuStreamQuery, 2000, OPTIONAL)                                            \
+    X(cuStreamGetCtx, cuStreamGetCtx, 9020, OPTIONAL)                                          \
     X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, REQUIRED)                          \
     X(cuMemcpyAsync, cuMemcpyAsync, 4000, REQUIRED)                                            \
     X(cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, 12080, OPTIONAL)                          \

@@ -474,6 +474,35 @@ TEST_F(FakeDriver, UsesTheCallersStream)
     ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
 }
 
+// A stream of another device's context, or something that is not a stream, is refused at
+// create, naming the stream; a driver that cannot say (cuStreamGetCtx failing) is reported.
+TEST_F(FakeDriver, AStreamOfAnotherContextIsRefused)
+{
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    CUstream other = nullptr;
+    ASSERT_EQ(CUDA_SUCCESS, d->fn.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ompbatch_batch *b = nullptr;
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, 0, other, nullptr));
+    EXPECT_TRUE(message_has("belongs to another context than device 0's")) << ompbatch_last_error();
+    EXPECT_EQ(nullptr, b);
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    // On its own device it is fine.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, 1, other, nullptr)) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+    int junk = 0;
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 0, &junk, nullptr));
+    EXPECT_TRUE(message_has("cuStreamGetCtx failed: CUDA_ERROR_INVALID_HANDLE"))
+        << ompbatch_last_error();
+    ASSERT_EQ(0, fake().inject_failure("cuStreamGetCtx", 1, CUDA_ERROR_UNKNOWN));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, other, nullptr));
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(other));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
 // ---- validation against memory kinds ------------------------------------------------------
 
 TEST_F(FakeDriver, RejectsMemoryThatDoesNotMatchItsDeviceNumber)

@@ -965,6 +965,22 @@ out:
     return r;
 }
 
+static CUresult CUDAAPI fake_cuStreamGetCtx(CUstream h, CUcontext *pctx)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    if (begin_call(FAKE_EP_cuStreamGetCtx, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    if (pctx == NULL)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "pctx is NULL");
+    else if ((r = any_stream(h, ctx, &s)) == CUDA_SUCCESS)
+        *pctx = s->ctx != NULL ? s->ctx : ctx;
+out:
+    unlock();
+    return r;
+}
+
 /* The common start of both ways of waiting. An injected failure drops the stream's pending
  * work, as after a real fault: nothing of it may land later. */
 static bool begin_wait(enum fake_ep ep, CUstream h, struct CUstream_st **s, CUresult *r)
