@@ -1,0 +1,328 @@
+// Hostile input to every public function, counted by category: each case expects its status
+// and a message naming the argument or copy, and none may crash or write anything. After all
+// of them the batches they were thrown at still move bytes exactly. Runs against the fake
+// driver, so that device numbers, device memory and streams are real to the library. Prints
+// "hostile inputs: <category> <n>, ... = <total>" for the README's reliability figures.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/fake_fixture.h"
+
+namespace {
+
+struct Case {
+    const char *category;
+    const char *what;
+    std::function<int()> call;
+    int expect;
+    const char *needle; // in ompbatch_last_error(); nullptr when the call succeeds
+};
+
+class Hostile : public FakeDriver {};
+
+TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
+{
+    Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16), other_dev(DEVICE, 4096, 1);
+    pinned.fill(3);
+    std::vector<unsigned char> host(1 << 16, 0x5A);
+    ompbatch_batch *b = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, 0, nullptr, nullptr));
+    ompbatch_batch *submitted = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&submitted, 0, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(submitted, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(submitted));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(submitted));
+    ompbatch_batch *dead = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&dead, 0, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(dead));
+    alignas(16) unsigned char junk[4096];
+    std::memset(junk, 0x3C, sizeof(junk));
+    auto *not_batch = reinterpret_cast<ompbatch_batch *>(junk);
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    CUstream other_stream = nullptr;
+    ASSERT_EQ(CUDA_SUCCESS, d->fn.cuStreamCreate(&other_stream, CU_STREAM_NON_BLOCKING));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ompbatch_stats stats;
+    std::memset(&stats, 0, sizeof(stats));
+    stats.struct_size = sizeof(stats);
+    char text[128];
+    ompbatch_batch *out = nullptr;
+    void *high = reinterpret_cast<void *>(UINTPTR_MAX - 8);
+    unsigned char *p = pinned.ptr;
+    unsigned char *g = dev.ptr;
+    void *one_dst[1] = {g};
+    const void *one_src[1] = {p};
+    size_t one_len[1] = {16}, zero_off[1] = {0}, huge_off[1] = {SIZE_MAX - 4};
+
+    std::vector<Case> cases = {
+        // NULL pointers and arrays.
+        {"null", "create out", [&] { return ompbatch_batch_create(nullptr, 0, nullptr, nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "out"},
+        {"null", "add batch", [&] { return ompbatch_batch_add(nullptr, g, 0, p, H, 8, 0); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "add dst", [&] { return ompbatch_batch_add(b, nullptr, 0, p, H, 8, 0); },
+         OMPBATCH_ERR_NULL_POINTER, "copy 0: dst is NULL"},
+        {"null", "add src", [&] { return ompbatch_batch_add(b, g, 0, nullptr, H, 8, 0); },
+         OMPBATCH_ERR_NULL_POINTER, "copy 0: src is NULL"},
+        {"null", "add_mapped batch",
+         [&] { return ompbatch_batch_add_mapped(nullptr, host.data(), 8, OMPBATCH_MAP_TO); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "submit", [&] { return ompbatch_batch_submit(nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "wait", [&] { return ompbatch_batch_wait(nullptr); }, OMPBATCH_ERR_NULL_POINTER,
+         "batch is NULL"},
+        {"null", "reset", [&] { return ompbatch_batch_reset(nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "forget_memory", [&] { return ompbatch_batch_forget_memory(nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "get_stats batch", [&] { return ompbatch_batch_get_stats(nullptr, &stats); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "get_stats stats", [&] { return ompbatch_batch_get_stats(b, nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "stats is NULL"},
+        {"null", "describe batch", [&] { return ompbatch_batch_describe(nullptr, text, 8, nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "describe buf", [&] { return ompbatch_batch_describe(b, nullptr, 8, nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "buf is NULL"},
+        {"null", "memcpy_batch dst array",
+         [&] { return ompbatch_target_memcpy_batch(nullptr, one_src, one_len, zero_off, zero_off, 1, 0, H); },
+         OMPBATCH_ERR_NULL_POINTER, "dst"},
+        {"null", "memcpy_batch src array",
+         [&] { return ompbatch_target_memcpy_batch(one_dst, nullptr, one_len, zero_off, zero_off, 1, 0, H); },
+         OMPBATCH_ERR_NULL_POINTER, "src"},
+        {"null", "memcpy_batch length array",
+         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, nullptr, zero_off, zero_off, 1, 0, H); },
+         OMPBATCH_ERR_NULL_POINTER, "length"},
+        {"null", "get_driver_info", [&] { return ompbatch_get_driver_info(nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "info"},
+        {"null", "hook_get_stats", [&] { return ompbatch_hook_get_stats(nullptr); },
+         OMPBATCH_ERR_NULL_POINTER, "stats"},
+        // Zero counts: allowed, and nothing happens.
+        {"zero", "memcpy_batch of none",
+         [&] { return ompbatch_target_memcpy_batch(nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, H); },
+         OMPBATCH_OK, nullptr},
+        {"zero", "a zero-byte copy of NULLs", [&] { return ompbatch_batch_add(b, nullptr, 0, nullptr, H, 0, 0); },
+         OMPBATCH_OK, nullptr},
+        // Sizes that wrap the address space.
+        {"overflow", "dst + bytes", [&] { return ompbatch_batch_add(b, high, 0, p, H, 64, 0); },
+         OMPBATCH_ERR_OVERFLOW, "dst"},
+        {"overflow", "src + bytes", [&] { return ompbatch_batch_add(b, g, 0, high, H, 64, 0); },
+         OMPBATCH_ERR_OVERFLOW, "src"},
+        {"overflow", "bytes SIZE_MAX", [&] { return ompbatch_batch_add(b, g, 0, p, H, SIZE_MAX, 0); },
+         OMPBATCH_ERR_OVERFLOW, "overflows"},
+        {"overflow", "memcpy_batch offset",
+         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, huge_off, zero_off, 1, 0, H); },
+         OMPBATCH_ERR_OVERFLOW, "copy 0"},
+        // Device numbers out of range or not matching.
+        {"device", "create 7", [&] { return ompbatch_batch_create(&out, 7, nullptr, nullptr); },
+         OMPBATCH_ERR_INVALID_DEVICE, "7"},
+        {"device", "create -5", [&] { return ompbatch_batch_create(&out, -5, nullptr, nullptr); },
+         OMPBATCH_ERR_INVALID_DEVICE, "-5"},
+        {"device", "create INT_MAX", [&] { return ompbatch_batch_create(&out, INT_MAX, nullptr, nullptr); },
+         OMPBATCH_ERR_INVALID_DEVICE, "device_num"},
+        {"device", "create INT_MIN", [&] { return ompbatch_batch_create(&out, INT_MIN, nullptr, nullptr); },
+         OMPBATCH_ERR_INVALID_DEVICE, "device_num"},
+        {"device", "add dst device 9", [&] { return ompbatch_batch_add(b, g, 9, p, H, 8, 0); },
+         OMPBATCH_ERR_INVALID_DEVICE, "dst_device_num 9"},
+        {"device", "add src device -7", [&] { return ompbatch_batch_add(b, g, 0, p, -7, 8, 0); },
+         OMPBATCH_ERR_INVALID_DEVICE, "src_device_num -7"},
+        {"device", "memcpy_batch device 99",
+         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, zero_off, zero_off, 1, 99, H); },
+         OMPBATCH_ERR_INVALID_DEVICE, "99"},
+        // Options and statistics of the wrong size or value.
+        {"struct", "stats struct_size 0",
+         [&] {
+             ompbatch_stats s;
+             std::memset(&s, 0, sizeof(s));
+             return ompbatch_batch_get_stats(b, &s);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "struct_size"},
+        {"struct", "options strategy 7",
+         [&] {
+             ompbatch_batch_options o;
+             std::memset(&o, 0, sizeof(o));
+             o.struct_size = sizeof(o);
+             o.strategy = 7;
+             return ompbatch_batch_create(&out, 0, nullptr, &o);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "strategy"},
+        {"struct", "options struct_size 1",
+         [&] {
+             ompbatch_batch_options o;
+             std::memset(&o, 0, sizeof(o));
+             o.struct_size = 1;
+             return ompbatch_batch_create(&out, 0, nullptr, &o);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "struct_size"},
+        // Streams the library cannot use.
+        {"stream", "legacy default", [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_LEGACY, nullptr); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "legacy"},
+        {"stream", "per-thread", [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_PER_THREAD, nullptr); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "per-thread"},
+        {"stream", "another device's", [&] { return ompbatch_batch_create(&out, 0, other_stream, nullptr); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "another context"},
+        {"stream", "not a stream", [&] { return ompbatch_batch_create(&out, 0, junk, nullptr); },
+         OMPBATCH_ERR_DRIVER, "cuStreamGetCtx failed"},
+        {"stream", "a stream for the host", [&] { return ompbatch_batch_create(&out, H, other_stream, nullptr); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "stream must be NULL"},
+        // Memory that is not what the copy says (two copies, so that the library classifies
+        // them; a lone copy goes to the driver as it is, which under unified addressing may be
+        // legal and otherwise fails there, naming the copy).
+        {"memory", "device memory named as host",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g + 8192, 0, p + 8192, H, 8, 0);
+             ompbatch_batch_add(b, host.data(), H, g, H, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "names the host"},
+        {"memory", "past the end of its allocation",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g + 8192, 0, p + 8192, H, 8, 0);
+             ompbatch_batch_add(b, g + (1 << 16) - 8, 0, p, H, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "runs past the end of its allocation"},
+        {"memory", "another device's memory",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g + 8192, 0, p + 8192, H, 8, 0);
+             ompbatch_batch_add(b, other_dev.ptr, 0, p, H, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "of another device"},
+        {"memory", "pageable memory named as the device",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g + 8192, 0, p + 8192, H, 8, 0);
+             ompbatch_batch_add(b, host.data(), 0, p, H, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "not memory of device 0"},
+        {"memory", "mapped range without a runtime",
+         [&] {
+             ompbatch_batch_reset(b);
+             return ompbatch_batch_add_mapped(b, host.data(), 64, OMPBATCH_MAP_TO);
+         },
+         OMPBATCH_ERR_NO_OFFLOAD_RUNTIME, "runtime"},
+        // Copies whose source and destination overlap.
+        {"overlap", "the same range",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g, 0, g, 0, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "overlap"},
+        {"overlap", "forward by one byte",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g + 1, 0, g, 0, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "overlap"},
+        {"overlap", "backward by one byte",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g, 0, g + 1, 0, 64, 0);
+             return ompbatch_batch_submit(b);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "overlap"},
+        // The batch's life.
+        {"lifecycle", "add after submit", [&] { return ompbatch_batch_add(submitted, g, 0, p, H, 8, 0); },
+         OMPBATCH_ERR_BAD_STATE, "reset it"},
+        {"lifecycle", "forget with copies pending",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, g, 0, p, H, 8, 0);
+             return ompbatch_batch_forget_memory(b);
+         },
+         OMPBATCH_ERR_BAD_STATE, "not yet submitted"},
+        {"lifecycle", "add to a destroyed batch", [&] { return ompbatch_batch_add(dead, g, 0, p, H, 8, 0); },
+         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "submit a destroyed batch", [&] { return ompbatch_batch_submit(dead); },
+         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "wait for a destroyed batch", [&] { return ompbatch_batch_wait(dead); },
+         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "stats of a destroyed batch", [&] { return ompbatch_batch_get_stats(dead, &stats); },
+         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "destroy twice", [&] { return ompbatch_batch_destroy(dead); },
+         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "submit a non-batch", [&] { return ompbatch_batch_submit(not_batch); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "is not a batch"},
+        {"lifecycle", "destroy a non-batch", [&] { return ompbatch_batch_destroy(not_batch); },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "is not a batch"},
+    };
+    // Map types: every bit no OpenMP runtime uses, alone.
+    for (int bit = 0; bit < 64; bit++) {
+        uint64_t map_type = 1ULL << bit;
+        if (map_type & OMPBATCH_MAP_KNOWN_BITS)
+            continue;
+        cases.push_back({"map_type", "an unknown bit",
+                         [&, map_type] {
+                             ompbatch_batch_reset(b);
+                             return ompbatch_batch_add(b, g, 0, p, H, 8, map_type);
+                         },
+                         OMPBATCH_ERR_INVALID_ARGUMENT, "has bits no OpenMP map type uses"});
+    }
+
+    std::memset(host.data(), 0x5A, host.size());
+    std::vector<unsigned char> dev_before(g, g + dev.bytes);
+    std::map<std::string, int> tally;
+    for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(c.category) + ": " + c.what);
+        out = nullptr;
+        int status = c.call();
+        EXPECT_EQ(c.expect, status) << ompbatch_err_name(status) << ": " << ompbatch_last_error();
+        if (c.needle != nullptr) {
+            EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), c.needle))
+                << ompbatch_last_error();
+        }
+        if (c.expect != OMPBATCH_OK) {
+            EXPECT_EQ(nullptr, out) << "a refused create handed out a batch";
+        }
+        if (out != nullptr)
+            ompbatch_batch_destroy(out);
+        tally[c.category]++;
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b));
+    // Nothing was written: the device slab (the one good submit, waited for before the
+    // snapshot, copied to its first 64 bytes) and the host buffer are as they were.
+    EXPECT_EQ(0, std::memcmp(g, dev_before.data(), dev.bytes)) << "a refused copy wrote";
+    for (unsigned char c : host)
+        ASSERT_EQ(0x5A, c) << "a refused copy wrote to host memory";
+
+    // Every batch thrown at still works.
+    for (ompbatch_batch *batch : {b, submitted}) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch));
+        pinned.fill(reinterpret_cast<uintptr_t>(batch));
+        for (int i = 0; i < 8; i++)
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(batch, g + 1024 + i * 256, 0, p + i * 256, H, 100, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch));
+        for (int i = 0; i < 8; i++)
+            EXPECT_EQ(0, std::memcmp(g + 1024 + i * 256, p + i * 256, 100)) << i;
+    }
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(submitted));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(other_stream));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+
+    std::string line;
+    size_t total = 0;
+    for (const auto &t : tally) {
+        line += (line.empty() ? "" : ", ") + t.first + " " + std::to_string(t.second);
+        total += static_cast<size_t>(t.second);
+    }
+    std::printf("hostile inputs: %s = %zu, each refused or harmless\n", line.c_str(), total);
+}
+
+} // namespace
