@@ -1,7 +1,13 @@
-/* libFuzzer target over the planner: a random list of copies inside one host arena (overlaps,
- * chains that must keep their order, neighbours that may merge, zero-byte copies, map types,
- * options), run through a host batch and checked against a reference executor that applies the
- * copies one after another. Any difference aborts, so libFuzzer reports it with the input.
+/* libFuzzer target over the planner: a random list of copies (overlaps, chains that must keep
+ * their order, neighbours that may merge, zero-byte copies, map types, options), run through a
+ * batch and checked against a reference executor that applies the copies one after another.
+ * Any difference aborts, so libFuzzer reports it with the input.
+ *
+ * Host mode: every copy lies in one host arena, through a host batch. Device mode (flags bit 7,
+ * when a CUDA driver is loaded: the test runs with the fake driver): copies lie in three
+ * regions -- pageable, pinned and device memory of device 0 -- through a device-0 batch whose
+ * strategy (direct, staged, auto) comes from the input's length; the fake driver executes the
+ * copies and the copy kernel on host memory and stops at any access the GPU could not make.
  *
  * Input: byte 0 is flags, then records of 6 bytes per copy: dst offset (2, little endian),
  * src offset (2), length (1, times 1 or 16 by a flag), map type selector (1).
@@ -11,10 +17,11 @@
  *   bit 4: refill the batch with the same copies and check again (plan reuse)
  *   bit 5: describe the open batch before submitting
  *   bit 6: reset and refill with the copies in reverse order (a different plan)
+ *   bit 7: device mode (offsets then address all three regions)
  *
  * Invariants: every add succeeds (the pointers are valid); the submit fails with
  * OMPBATCH_ERR_INVALID_ARGUMENT exactly when a copy's source and destination overlap, and then
- * nothing in the arena changed; otherwise the arena equals the reference byte for byte; the
+ * no byte changed; otherwise every region equals the reference byte for byte; the
  * statistics count every copy added, every zero-byte one and every byte planned; a refill of the
  * same copies reuses the plan. */
 #include <stddef.h>
@@ -24,6 +31,7 @@
 #include <string.h>
 
 #include "ompbatch.h"
+#include "plugin/driver.h"
 
 #define ARENA_BYTES 4096
 #define RECORD_BYTES 6
@@ -34,10 +42,18 @@ typedef struct copy {
     uint64_t map_type;
 } copy;
 
-static unsigned char arena[ARENA_BYTES];
-static unsigned char expect[ARENA_BYTES];
-static unsigned char before[ARENA_BYTES];
+#define REGIONS 3
+
+/* Host mode uses region 0 (a static arena); device mode all three (allocated once). */
+static unsigned char host_arena[ARENA_BYTES];
+static unsigned char *region[REGIONS] = {host_arena};
+static int region_device[REGIONS] = {OMPBATCH_HOST_DEVICE, OMPBATCH_HOST_DEVICE, 0};
+static int device_mode_ready;
+static unsigned char *pageable_region;
+static unsigned char expect[REGIONS * ARENA_BYTES];
+static unsigned char before[REGIONS * ARENA_BYTES];
 static copy copies[MAX_COPIES];
+static size_t regions = 1;
 
 static const uint64_t map_types[] = {
     0,
@@ -62,12 +78,49 @@ static void check(int ok, const char *what, size_t detail)
         fail(what, detail);
 }
 
-static void fill_arena(uint32_t seed)
+/* Byte `at` of the regions in use, as one address range of regions * ARENA_BYTES. */
+static unsigned char *at(size_t offset)
 {
-    for (size_t i = 0; i < ARENA_BYTES; i++) {
+    return region[offset / ARENA_BYTES] + offset % ARENA_BYTES;
+}
+
+static void fill_regions(uint32_t seed)
+{
+    for (size_t i = 0; i < regions * ARENA_BYTES; i++) {
         seed = seed * 1664525u + 1013904223u;
-        arena[i] = (unsigned char)(seed >> 24);
+        *at(i) = (unsigned char)(seed >> 24);
     }
+}
+
+static void snapshot(unsigned char *out)
+{
+    for (size_t r = 0; r < regions; r++)
+        memcpy(out + r * ARENA_BYTES, region[r], ARENA_BYTES);
+}
+
+/* Pageable, pinned and device memory of device 0 from the loaded driver (the fake in tests);
+ * 0 when there is no driver. */
+static int prepare_device_mode(void)
+{
+    if (device_mode_ready)
+        return device_mode_ready > 0;
+    device_mode_ready = -1;
+    const ob_driver *driver = ob_driver_get();
+    if (!driver->loaded || driver->device_count < 1 || ob_driver_push_context(0) != OMPBATCH_OK)
+        return 0;
+    void *pinned = NULL;
+    CUdeviceptr device = 0;
+    unsigned char *pageable = malloc(ARENA_BYTES);
+    int ok = pageable != NULL && driver->fn.cuMemAllocHost(&pinned, ARENA_BYTES) == CUDA_SUCCESS &&
+             driver->fn.cuMemAlloc(&device, ARENA_BYTES) == CUDA_SUCCESS;
+    ob_driver_pop_context();
+    if (!ok)
+        return 0;
+    pageable_region = pageable;
+    region[1] = pinned;
+    region[2] = (unsigned char *)(uintptr_t)device;
+    device_mode_ready = 1;
+    return 1;
 }
 
 static int overlaps(const copy *c)
@@ -79,17 +132,17 @@ static int overlaps(const copy *c)
 static void run_once(ompbatch_batch *batch, size_t n, int reverse, int describe, uint32_t seed,
                      int expect_reuse)
 {
-    fill_arena(seed);
-    memcpy(expect, arena, ARENA_BYTES);
-    memcpy(before, arena, ARENA_BYTES);
+    fill_regions(seed);
+    snapshot(expect);
+    snapshot(before);
     int bad = 0;
     uint64_t zero = 0, bytes = 0;
     check(ompbatch_batch_reset(batch) == OMPBATCH_OK, "reset", 0);
     for (size_t k = 0; k < n; k++) {
         const copy *c = &copies[reverse ? n - 1 - k : k];
-        int status = ompbatch_batch_add(batch, arena + c->dst, OMPBATCH_HOST_DEVICE,
-                                        arena + c->src, OMPBATCH_HOST_DEVICE, c->bytes,
-                                        c->map_type);
+        int status = ompbatch_batch_add(batch, at(c->dst), region_device[c->dst / ARENA_BYTES],
+                                        at(c->src), region_device[c->src / ARENA_BYTES],
+                                        c->bytes, c->map_type);
         check(status == OMPBATCH_OK, "add", k);
         if (c->bytes == 0) {
             zero++;
@@ -111,13 +164,14 @@ static void run_once(ompbatch_batch *batch, size_t n, int reverse, int describe,
     if (bad) {
         check(status == OMPBATCH_ERR_INVALID_ARGUMENT, "submit of an overlapping copy", n);
         check(strstr(ompbatch_last_error(), "overlap") != NULL, "overlap message", n);
-        check(memcmp(arena, before, ARENA_BYTES) == 0, "arena changed by a failed submit", n);
+        for (size_t i = 0; i < regions * ARENA_BYTES; i++)
+            check(*at(i) == before[i], "memory changed by a failed submit at byte", i);
         return;
     }
     check(status == OMPBATCH_OK, "submit", n);
     check(ompbatch_batch_wait(batch) == OMPBATCH_OK, "wait", n);
-    for (size_t i = 0; i < ARENA_BYTES; i++)
-        check(arena[i] == expect[i], "arena differs from the reference at byte", i);
+    for (size_t i = 0; i < regions * ARENA_BYTES; i++)
+        check(*at(i) == expect[i], "memory differs from the reference at byte", i);
     ompbatch_stats stats;
     memset(&stats, 0, sizeof(stats));
     stats.struct_size = sizeof(stats);
@@ -136,16 +190,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     uint8_t flags = data[0];
+    int device_mode = (flags & 0x80) && prepare_device_mode();
+    regions = device_mode ? REGIONS : 1;
+    region[0] = device_mode ? pageable_region : host_arena;
     size_t n = (size - 1) / RECORD_BYTES;
     if (n > MAX_COPIES)
         n = MAX_COPIES;
     for (size_t k = 0; k < n; k++) {
         const uint8_t *r = data + 1 + k * RECORD_BYTES;
         copy *c = &copies[k];
-        c->dst = (size_t)(r[0] | r[1] << 8) % ARENA_BYTES;
-        c->src = (size_t)(r[2] | r[3] << 8) % ARENA_BYTES;
+        c->dst = (size_t)(r[0] | r[1] << 8) % (regions * ARENA_BYTES);
+        c->src = (size_t)(r[2] | r[3] << 8) % (regions * ARENA_BYTES);
         c->bytes = (size_t)r[4] * ((flags & 0x08) ? 16 : 1);
-        size_t room = ARENA_BYTES - (c->dst > c->src ? c->dst : c->src);
+        /* Each side stays inside its region. */
+        size_t room_dst = ARENA_BYTES - c->dst % ARENA_BYTES;
+        size_t room_src = ARENA_BYTES - c->src % ARENA_BYTES;
+        size_t room = room_dst < room_src ? room_dst : room_src;
         if (c->bytes > room)
             c->bytes = room;
         c->map_type = map_types[r[5] % (sizeof(map_types) / sizeof(map_types[0]))];
@@ -155,8 +215,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     options.struct_size = sizeof(options);
     options.max_copies = flags & 3;
     options.synchronous = (flags >> 2) & 1;
+    if (device_mode) {
+        static const int strategies[] = {OMPBATCH_STRATEGY_DIRECT, OMPBATCH_STRATEGY_STAGED,
+                                         OMPBATCH_STRATEGY_AUTO};
+        options.strategy = strategies[size % 3];
+    }
     ompbatch_batch *batch = NULL;
-    check(ompbatch_batch_create(&batch, OMPBATCH_HOST_DEVICE, NULL, &options) == OMPBATCH_OK,
+    check(ompbatch_batch_create(&batch, device_mode ? 0 : OMPBATCH_HOST_DEVICE, NULL,
+                                &options) == OMPBATCH_OK,
           "create", 0);
     uint32_t seed = (uint32_t)size * 2654435761u ^ flags;
     run_once(batch, n, 0, (flags >> 5) & 1, seed, 0);
