@@ -157,6 +157,16 @@ void ob_hook_forward_update(const ob_construct *c, const ob_map_args *a)
 
 typedef enum construct_kind { KIND_BEGIN, KIND_END, KIND_UPDATE } construct_kind;
 
+/* Arrays the hook may read: a negative count, or a positive one with a NULL array the runtime
+ * needs, is left to the runtime exactly as the program passed it (the hook reads nothing). */
+static int arrays_usable(const ob_map_args *a)
+{
+    if (a->count < 0)
+        return 0;
+    return a->count == 0 ||
+           (a->bases != NULL && a->begins != NULL && a->sizes != NULL && a->types != NULL);
+}
+
 static void data_construct(construct_kind kind, int nowait, ob_construct *c)
 {
     const ob_hook_runtime *rt = hook_setup();
@@ -173,7 +183,7 @@ static void data_construct(construct_kind kind, int nowait, ob_construct *c)
     if (nowait)
         require((void *)c->nowait, symbols[kind]);
     c->device = -1;
-    if (in_runtime == 0 && active())
+    if (in_runtime == 0 && active() && arrays_usable(&c->args))
         c->device = resolve_device(rt, c->device_id);
     if (c->device < 0) {
         ob_hook_forward(c, &c->args, 1);

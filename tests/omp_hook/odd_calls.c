@@ -2,7 +2,7 @@
  * The OpenMP hook test of odd but legal calls to the entry points, made directly: the hook must
  * do what the runtime does with them (compare.sh runs the program with and without the hook and
  * wants the same report), and never crash.
- *   empty     begin, update and end with no items and NULL arrays;
+ *   empty     begin, update and end with no items, or a negative count, and NULL arrays;
  *   nulls     an update with NULL names and mappers, and a mappers array of NULL entries;
  *   bits      map types with bits no OpenMP runtime uses beside TO/FROM (the runtime ignores
  *             them: the hook must copy, or forward, exactly as it does);
@@ -49,10 +49,14 @@ int main(int argc, char **argv)
         from[i] = MAP_FROM;
     }
 
-    /* empty */
+    /* empty, and a negative count (the runtime loops over nothing; the hook must not read the
+     * NULL arrays either) */
     __tgt_target_data_begin_mapper(NULL, dev, 0, NULL, NULL, NULL, NULL, NULL, NULL);
     __tgt_target_data_update_mapper(NULL, dev, 0, NULL, NULL, NULL, NULL, NULL, NULL);
     __tgt_target_data_end_mapper(NULL, dev, 0, NULL, NULL, NULL, NULL, NULL, NULL);
+    __tgt_target_data_begin_mapper(NULL, dev, -1, NULL, NULL, NULL, NULL, NULL, NULL);
+    __tgt_target_data_update_mapper(NULL, dev, -3, NULL, NULL, NULL, NULL, NULL, NULL);
+    __tgt_target_data_end_mapper(NULL, dev, INT32_MIN, NULL, NULL, NULL, NULL, NULL, NULL);
     CHECK(ht_is_unmapped(b[0].p, b[0].n), "empty: something got mapped");
 
     /* Map the first N - 1 buffers; the last stays unmapped. */
