@@ -202,9 +202,9 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
         if (!sites_hit.count(site))
             missed += std::string(" ") + site;
     std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 passes: "
-                "polling waits, blocking waits, the v12080 batch form); %zu call sites reached: %zu faults surfaced as errors, %zu routed "
-                "around; %zu injections not reached by the workload; entry points it never "
-                "calls:%s\n",
+                "polling waits, blocking waits, the v12080 batch form); %zu call sites reached: "
+                "%zu faults surfaced as errors, %zu routed around; %zu injections not reached by "
+                "the workload; entry points it never calls:%s\n",
                 tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), sites_hit.size(),
                 surfaced, routed, never_called, missed.c_str());
     EXPECT_GE(sites_hit.size(), 20u);

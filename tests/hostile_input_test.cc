@@ -14,7 +14,8 @@
 
 #include "tests/fake_fixture.h"
 
-namespace {
+namespace
+{
 
 struct Case {
     const char *category;
@@ -24,7 +25,9 @@ struct Case {
     const char *needle; // in ompbatch_last_error(); nullptr when the call succeeds
 };
 
-class Hostile : public FakeDriver {};
+class Hostile : public FakeDriver
+{
+};
 
 TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
 {
@@ -78,26 +81,36 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
          OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
         {"null", "wait", [&] { return ompbatch_batch_wait(nullptr); }, OMPBATCH_ERR_NULL_POINTER,
          "batch is NULL"},
-        {"null", "reset", [&] { return ompbatch_batch_reset(nullptr); },
-         OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
+        {"null", "reset", [&] { return ompbatch_batch_reset(nullptr); }, OMPBATCH_ERR_NULL_POINTER,
+         "batch is NULL"},
         {"null", "forget_memory", [&] { return ompbatch_batch_forget_memory(nullptr); },
          OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
         {"null", "get_stats batch", [&] { return ompbatch_batch_get_stats(nullptr, &stats); },
          OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
         {"null", "get_stats stats", [&] { return ompbatch_batch_get_stats(b, nullptr); },
          OMPBATCH_ERR_NULL_POINTER, "stats is NULL"},
-        {"null", "describe batch", [&] { return ompbatch_batch_describe(nullptr, text, 8, nullptr); },
+        {"null", "describe batch",
+         [&] { return ompbatch_batch_describe(nullptr, text, 8, nullptr); },
          OMPBATCH_ERR_NULL_POINTER, "batch is NULL"},
         {"null", "describe buf", [&] { return ompbatch_batch_describe(b, nullptr, 8, nullptr); },
          OMPBATCH_ERR_NULL_POINTER, "buf is NULL"},
         {"null", "memcpy_batch dst array",
-         [&] { return ompbatch_target_memcpy_batch(nullptr, one_src, one_len, zero_off, zero_off, 1, 0, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(nullptr, one_src, one_len, zero_off, zero_off, 1,
+                                                 0, H);
+         },
          OMPBATCH_ERR_NULL_POINTER, "dst"},
         {"null", "memcpy_batch src array",
-         [&] { return ompbatch_target_memcpy_batch(one_dst, nullptr, one_len, zero_off, zero_off, 1, 0, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(one_dst, nullptr, one_len, zero_off, zero_off, 1,
+                                                 0, H);
+         },
          OMPBATCH_ERR_NULL_POINTER, "src"},
         {"null", "memcpy_batch length array",
-         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, nullptr, zero_off, zero_off, 1, 0, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(one_dst, one_src, nullptr, zero_off, zero_off, 1,
+                                                 0, H);
+         },
          OMPBATCH_ERR_NULL_POINTER, "length"},
         {"null", "get_driver_info", [&] { return ompbatch_get_driver_info(nullptr); },
          OMPBATCH_ERR_NULL_POINTER, "info"},
@@ -105,35 +118,47 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
          OMPBATCH_ERR_NULL_POINTER, "stats"},
         // Zero counts: allowed, and nothing happens.
         {"zero", "memcpy_batch of none",
-         [&] { return ompbatch_target_memcpy_batch(nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0,
+                                                 H);
+         },
          OMPBATCH_OK, nullptr},
-        {"zero", "a zero-byte copy of NULLs", [&] { return ompbatch_batch_add(b, nullptr, 0, nullptr, H, 0, 0); },
-         OMPBATCH_OK, nullptr},
+        {"zero", "a zero-byte copy of NULLs",
+         [&] { return ompbatch_batch_add(b, nullptr, 0, nullptr, H, 0, 0); }, OMPBATCH_OK, nullptr},
         // Sizes that wrap the address space.
         {"overflow", "dst + bytes", [&] { return ompbatch_batch_add(b, high, 0, p, H, 64, 0); },
          OMPBATCH_ERR_OVERFLOW, "dst"},
         {"overflow", "src + bytes", [&] { return ompbatch_batch_add(b, g, 0, high, H, 64, 0); },
          OMPBATCH_ERR_OVERFLOW, "src"},
-        {"overflow", "bytes SIZE_MAX", [&] { return ompbatch_batch_add(b, g, 0, p, H, SIZE_MAX, 0); },
-         OMPBATCH_ERR_OVERFLOW, "overflows"},
+        {"overflow", "bytes SIZE_MAX",
+         [&] { return ompbatch_batch_add(b, g, 0, p, H, SIZE_MAX, 0); }, OMPBATCH_ERR_OVERFLOW,
+         "overflows"},
         {"overflow", "memcpy_batch offset",
-         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, huge_off, zero_off, 1, 0, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, huge_off, zero_off, 1,
+                                                 0, H);
+         },
          OMPBATCH_ERR_OVERFLOW, "copy 0"},
         // Device numbers out of range or not matching.
         {"device", "create 7", [&] { return ompbatch_batch_create(&out, 7, nullptr, nullptr); },
          OMPBATCH_ERR_INVALID_DEVICE, "7"},
         {"device", "create -5", [&] { return ompbatch_batch_create(&out, -5, nullptr, nullptr); },
          OMPBATCH_ERR_INVALID_DEVICE, "-5"},
-        {"device", "create INT_MAX", [&] { return ompbatch_batch_create(&out, INT_MAX, nullptr, nullptr); },
+        {"device", "create INT_MAX",
+         [&] { return ompbatch_batch_create(&out, INT_MAX, nullptr, nullptr); },
          OMPBATCH_ERR_INVALID_DEVICE, "device_num"},
-        {"device", "create INT_MIN", [&] { return ompbatch_batch_create(&out, INT_MIN, nullptr, nullptr); },
+        {"device", "create INT_MIN",
+         [&] { return ompbatch_batch_create(&out, INT_MIN, nullptr, nullptr); },
          OMPBATCH_ERR_INVALID_DEVICE, "device_num"},
         {"device", "add dst device 9", [&] { return ompbatch_batch_add(b, g, 9, p, H, 8, 0); },
          OMPBATCH_ERR_INVALID_DEVICE, "dst_device_num 9"},
         {"device", "add src device -7", [&] { return ompbatch_batch_add(b, g, 0, p, -7, 8, 0); },
          OMPBATCH_ERR_INVALID_DEVICE, "src_device_num -7"},
         {"device", "memcpy_batch device 99",
-         [&] { return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, zero_off, zero_off, 1, 99, H); },
+         [&] {
+             return ompbatch_target_memcpy_batch(one_dst, one_src, one_len, zero_off, zero_off, 1,
+                                                 99, H);
+         },
          OMPBATCH_ERR_INVALID_DEVICE, "99"},
         // Options and statistics of the wrong size or value.
         {"struct", "stats struct_size 0",
@@ -161,15 +186,19 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
          },
          OMPBATCH_ERR_INVALID_ARGUMENT, "struct_size"},
         // Streams the library cannot use.
-        {"stream", "legacy default", [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_LEGACY, nullptr); },
+        {"stream", "legacy default",
+         [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_LEGACY, nullptr); },
          OMPBATCH_ERR_INVALID_ARGUMENT, "legacy"},
-        {"stream", "per-thread", [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_PER_THREAD, nullptr); },
+        {"stream", "per-thread",
+         [&] { return ompbatch_batch_create(&out, 0, CU_STREAM_PER_THREAD, nullptr); },
          OMPBATCH_ERR_INVALID_ARGUMENT, "per-thread"},
-        {"stream", "another device's", [&] { return ompbatch_batch_create(&out, 0, other_stream, nullptr); },
+        {"stream", "another device's",
+         [&] { return ompbatch_batch_create(&out, 0, other_stream, nullptr); },
          OMPBATCH_ERR_INVALID_ARGUMENT, "another context"},
         {"stream", "not a stream", [&] { return ompbatch_batch_create(&out, 0, junk, nullptr); },
          OMPBATCH_ERR_DRIVER, "cuStreamGetCtx failed"},
-        {"stream", "a stream for the host", [&] { return ompbatch_batch_create(&out, H, other_stream, nullptr); },
+        {"stream", "a stream for the host",
+         [&] { return ompbatch_batch_create(&out, H, other_stream, nullptr); },
          OMPBATCH_ERR_INVALID_ARGUMENT, "stream must be NULL"},
         // Memory that is not what the copy says (two copies, so that the library classifies
         // them; a lone copy goes to the driver as it is, which under unified addressing may be
@@ -235,8 +264,9 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
          },
          OMPBATCH_ERR_INVALID_ARGUMENT, "overlap"},
         // The batch's life.
-        {"lifecycle", "add after submit", [&] { return ompbatch_batch_add(submitted, g, 0, p, H, 8, 0); },
-         OMPBATCH_ERR_BAD_STATE, "reset it"},
+        {"lifecycle", "add after submit",
+         [&] { return ompbatch_batch_add(submitted, g, 0, p, H, 8, 0); }, OMPBATCH_ERR_BAD_STATE,
+         "reset it"},
         {"lifecycle", "forget with copies pending",
          [&] {
              ompbatch_batch_reset(b);
@@ -244,14 +274,16 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
              return ompbatch_batch_forget_memory(b);
          },
          OMPBATCH_ERR_BAD_STATE, "not yet submitted"},
-        {"lifecycle", "add to a destroyed batch", [&] { return ompbatch_batch_add(dead, g, 0, p, H, 8, 0); },
-         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "add to a destroyed batch",
+         [&] { return ompbatch_batch_add(dead, g, 0, p, H, 8, 0); }, OMPBATCH_ERR_BAD_STATE,
+         "was destroyed"},
         {"lifecycle", "submit a destroyed batch", [&] { return ompbatch_batch_submit(dead); },
          OMPBATCH_ERR_BAD_STATE, "was destroyed"},
         {"lifecycle", "wait for a destroyed batch", [&] { return ompbatch_batch_wait(dead); },
          OMPBATCH_ERR_BAD_STATE, "was destroyed"},
-        {"lifecycle", "stats of a destroyed batch", [&] { return ompbatch_batch_get_stats(dead, &stats); },
-         OMPBATCH_ERR_BAD_STATE, "was destroyed"},
+        {"lifecycle", "stats of a destroyed batch",
+         [&] { return ompbatch_batch_get_stats(dead, &stats); }, OMPBATCH_ERR_BAD_STATE,
+         "was destroyed"},
         {"lifecycle", "destroy twice", [&] { return ompbatch_batch_destroy(dead); },
          OMPBATCH_ERR_BAD_STATE, "was destroyed"},
         {"lifecycle", "submit a non-batch", [&] { return ompbatch_batch_submit(not_batch); },
