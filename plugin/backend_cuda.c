@@ -93,9 +93,9 @@ static int describe_failure(int status, const ob_plan *plan, const ob_step *step
 /* The batch call failed (logged, and left as the thread's message): the step's entries -- its
  * copies, then any staged bulk copies it carried -- go again one cuMemcpyAsync each. The
  * copies of a step are independent (dependent ones are in later levels), so any the failed
- * call did enqueue are only done twice. A source that must be read during the call (LITERAL, PRIVATE)
- * is waited for before returning, as the batch call would have read it. If a copy fails here
- * too, that failure is reported, naming the copy. */
+ * call did enqueue are only done twice. A source that must be read during the call (LITERAL,
+ * PRIVATE) is waited for before returning, as the batch call would have read it. If a copy
+ * fails here too, that failure is reported, naming the copy. */
 static int fall_back(ob_exec *exec, const ob_plan *plan, const ob_step *step, size_t entries,
                      size_t n, int batch_status, size_t batch_fail)
 {
