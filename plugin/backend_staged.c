@@ -267,9 +267,8 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 }
 
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
-static int run_kept(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+static int run_kept(ob_exec *exec, const ob_step *step)
 {
-    (void)plan;
     int status = launch(exec, exec->kept_table, exec->kept_pieces);
     if (status != OMPBATCH_OK)
         return status;
@@ -345,7 +344,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t step_at = (size_t)(step - plan->steps);
     if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&
         exec->kept_step == step_at)
-        return run_kept(exec, plan, step);
+        return run_kept(exec, step);
     layout lay;
     measure(plan, step, &lay);
     size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);

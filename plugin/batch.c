@@ -118,13 +118,11 @@ static int check_stream_context(const ob_device *device, CUstream stream)
     const ob_driver *driver = ob_driver_get();
     if (driver->fn.cuStreamGetCtx == NULL)
         return OMPBATCH_OK;
-    int status = ob_driver_push_context(device->ordinal);
-    if (status != OMPBATCH_OK)
-        return status;
     CUcontext mine = NULL, theirs = NULL;
-    status = OB_CU(driver, cuCtxGetCurrent, &mine);
-    if (status == OMPBATCH_OK && (status = OB_CU(driver, cuStreamGetCtx, stream, &theirs)) !=
-                                     OMPBATCH_OK)
+    int status = ob_driver_primary_context(device->ordinal, &mine);
+    if (status != OMPBATCH_OK || (status = ob_driver_push_context(device->ordinal)) != OMPBATCH_OK)
+        return status;
+    if ((status = OB_CU(driver, cuStreamGetCtx, stream, &theirs)) != OMPBATCH_OK)
         status = ob_fail_context(status, "stream %p: ", (void *)stream);
     int popped = ob_driver_pop_context();
     if (status == OMPBATCH_OK && theirs != mine)
@@ -179,29 +177,26 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     return OMPBATCH_OK;
 }
 
-/* Which side of the batch a device number names: its device or the host. The numbers every
- * caller uses are answered inline (add is hot: two calls per copy were measurable); anything
- * else is looked up out of line. */
-static int resolve_side_slow(const ompbatch_batch *batch, size_t index, const char *what,
-                             int device_num, ob_side *side) __attribute__((noinline, cold));
-
-static inline int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
-                               int device_num, ob_side *side)
+/* The side a device number names when it is one of the batch's two usual numbers (its device,
+ * the host); -1 for any other number. */
+static inline int usual_side(const ompbatch_batch *batch, int device_num)
 {
-    if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST) {
-        *side = OB_SIDE_DEVICE;
-        return OMPBATCH_OK;
-    }
-    if (device_num == OMPBATCH_HOST_DEVICE || device_num == batch->initial_device) {
-        *side = OB_SIDE_HOST;
-        return OMPBATCH_OK;
-    }
-    return resolve_side_slow(batch, index, what, device_num, side);
+    if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST)
+        return OB_SIDE_DEVICE;
+    if (device_num == OMPBATCH_HOST_DEVICE || device_num == batch->initial_device)
+        return OB_SIDE_HOST;
+    return -1;
 }
 
-static int resolve_side_slow(const ompbatch_batch *batch, size_t index, const char *what,
-                             int device_num, ob_side *side)
+/* Which side of the batch a device number names: its device or the host. */
+static int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
+                        int device_num, ob_side *side)
 {
+    int usual = usual_side(batch, device_num);
+    if (usual >= 0) {
+        *side = (ob_side)usual;
+        return OMPBATCH_OK;
+    }
     ob_device device;
     int status = ob_device_resolve(device_num, what, &device);
     if (status != OMPBATCH_OK)
@@ -306,24 +301,13 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     return OMPBATCH_OK;
 }
 
-/* The side a device number names when it is one of the batch's two usual numbers; -1 when it
- * needs add_checked. */
-static inline int usual_side(const ompbatch_batch *batch, int device_num)
-{
-    if (device_num == batch->device.number && batch->device.kind != OB_DEVICE_HOST)
-        return OB_SIDE_DEVICE;
-    if (device_num == OMPBATCH_HOST_DEVICE || device_num == batch->initial_device)
-        return OB_SIDE_HOST;
-    return -1;
-}
-
 int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
                        int src_device_num, size_t bytes, uint64_t map_type)
 {
     /* add is the hot path (4096 adds were half of a 100 us batch on the H200 host): the usual
      * copy -- a live open batch with room, non-NULL pointers that do not wrap, a map type of
-     * known bits, the usual device numbers -- is stored here without a call; anything else goes through every
-     * check in add_checked, which also words the error. */
+     * known bits, the usual device numbers -- is stored here without a call; anything else
+     * goes through every check in add_checked, which also words the error. */
     if (batch != NULL && batch->magic == OB_BATCH_ALIVE && batch->state == BATCH_OPEN &&
         batch->count < batch->added_capacity && dst != NULL && src != NULL &&
         (map_type & ~(uint64_t)OMPBATCH_MAP_KNOWN_BITS) == 0 &&

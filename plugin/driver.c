@@ -251,6 +251,12 @@ static int device_context(int ordinal, const ob_driver **driver, CUcontext *cont
     return status;
 }
 
+int ob_driver_primary_context(int ordinal, CUcontext *out)
+{
+    const ob_driver *driver;
+    return device_context(ordinal, &driver, out);
+}
+
 int ob_driver_push_context(int ordinal)
 {
     const ob_driver *driver;

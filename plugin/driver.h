@@ -38,6 +38,8 @@ int ob_cu_check(const ob_driver *driver, CUresult result, const char *call);
 /* Makes the primary context of CUDA device `ordinal` current on this thread (retaining it
  * once per process, as libomptarget does). Pair with ob_driver_pop_context. */
 int ob_driver_push_context(int ordinal);
+/* The retained primary context of CUDA device `ordinal` (retained on first use). */
+int ob_driver_primary_context(int ordinal, CUcontext *out);
 int ob_driver_pop_context(void);
 
 /* Like push, but a no-op when the device's primary context is already current (as it is in
