@@ -588,6 +588,33 @@ TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
     EXPECT_EQ(message, ompbatch_last_error());
 }
 
+// A driver that cannot name its own error still gets the error reported: the message carries
+// the number and says the name and description are unknown.
+TEST_F(FakeDriver, AnErrorTheDriverCannotNameIsStillReported)
+{
+    Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_ILLEGAL_ADDRESS));
+    ASSERT_EQ(0, fake().inject_failure("cuGetErrorName", 1, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(0, fake().inject_failure("cuGetErrorString", 1, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    char expected[64];
+    std::snprintf(expected, sizeof(expected), "unknown CUresult (%d: no description)",
+                  (int)CUDA_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_TRUE(message_has("cuMemcpyAsync failed")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has(expected)) << ompbatch_last_error();
+    fake().clear_injections();
+    // The next submit of the same batch works and copies.
+    pinned.fill(61);
+    std::memset(dev.ptr, 0xA5, dev.bytes);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 64));
+}
+
 TEST_F(FakeDriver, DependentSourcesAreReadInStreamOrderWhateverTheirMapType)
 {
     // D2H into pinned P, then P -> device marked LITERAL: the second must not read P early.

@@ -767,6 +767,30 @@ TEST_F(Strategy, CalibrationFailuresFallBackAndAnUnwritableCacheIsNotFatal)
     ob_config_reload();
 }
 
+// Without the device's name there is no cache file to trust: a failed cuDeviceGetName measures
+// the model again and writes nothing into the cache directory.
+TEST_F(Strategy, ACacheWithoutTheDeviceNameIsNotUsed)
+{
+    char dir[] = "/tmp/ompbatch_cost_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(dir));
+    setenv("OMPBATCH_COST_CACHE", dir, 1);
+    setenv("OMPBATCH_CALIBRATE", "1", 1);
+    ob_config_reload();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ob_cost_reset_for_testing();
+    ASSERT_EQ(0, fake().inject_failure("cuDeviceGetName", 1, CUDA_ERROR_INVALID_DEVICE));
+    const ob_cost_model *m = ob_cost_model_for(0);
+    EXPECT_EQ(m->source, std::strstr(m->source, "calibrated on device 0")) << m->source;
+    EXPECT_EQ(1, fake().call_count("cuDeviceGetName"));
+    fake().clear_injections();
+    EXPECT_EQ(0, rmdir(dir)) << "the cache directory is not empty";
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ob_cost_reset_for_testing();
+    setenv("OMPBATCH_CALIBRATE", "0", 1);
+    setenv("OMPBATCH_COST_CACHE", "off", 1);
+    ob_config_reload();
+}
+
 TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)
 {
     setenv("OMPBATCH_COST", "h2d_pinned.staged.fixed=fast", 1);

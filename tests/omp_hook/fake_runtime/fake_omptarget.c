@@ -1,7 +1,8 @@
 /*
  * A stand-in for libomptarget that only records what reaches it: the hook's version gate is
  * tested against it, built as libomptarget.so.19.1 (a runtime the hook does not batch for) and
- * as libomptarget.so.16 without __tgt_register_requires (an incomplete runtime). Every entry
+ * as libomptarget.so.16 without __tgt_register_requires (an incomplete runtime); and, complete, as
+ * libomptarget.so.16 for the hook's handling of odd arrays (null_arrays_test.c). Every entry
  * point the hook looks up is defined at version VERS1.0 (fake_omptarget.map), as in LLVM.
  */
 #include <stddef.h>
@@ -11,16 +12,27 @@
 
 /* What the last data call received, for the test program to check. */
 EXPORT int fake_rt_calls;
-EXPORT int fake_rt_last_kind; /* 1 begin, 2 end, 3 update, 4 update nowait */
+EXPORT int fake_rt_last_kind; /* 1 begin, 2 end, 3 update, 4 update nowait, 5 begin nowait,
+                                 6 end nowait */
 EXPORT int32_t fake_rt_last_count;
 EXPORT int64_t fake_rt_last_types[8];
 EXPORT void *fake_rt_last_begins[8];
+/* The arrays themselves, as passed (NULL ones included). */
+EXPORT void *fake_rt_last_arrays[4];
 
-static void record(int kind, int32_t n, void **args, int64_t *types)
+/* Reads the items only when every array is there: programs may pass NULL arrays beside a
+ * positive count, and what reaches here must be what they passed. */
+static void record(int kind, int32_t n, void **bases, void **args, int64_t *sizes, int64_t *types)
 {
     fake_rt_calls++;
     fake_rt_last_kind = kind;
     fake_rt_last_count = n;
+    fake_rt_last_arrays[0] = bases;
+    fake_rt_last_arrays[1] = args;
+    fake_rt_last_arrays[2] = sizes;
+    fake_rt_last_arrays[3] = types;
+    if (args == NULL || types == NULL)
+        return;
     for (int32_t i = 0; i < n && i < 8; i++) {
         fake_rt_last_types[i] = types[i];
         fake_rt_last_begins[i] = args[i];
@@ -30,26 +42,27 @@ static void record(int kind, int32_t n, void **args, int64_t *types)
 #define DATA_PARAMS                                                                             \
     void *loc, int64_t dev, int32_t n, void **bases, void **args, int64_t *sizes,              \
         int64_t *types, void **names, void **mappers
-#define UNUSED_DATA (void)loc, (void)dev, (void)bases, (void)sizes, (void)names, (void)mappers
+#define UNUSED_DATA (void)loc, (void)dev, (void)names, (void)mappers
+#define RECORD(kind) record(kind, n, bases, args, sizes, types)
 
-EXPORT void __tgt_target_data_begin_mapper(DATA_PARAMS) { UNUSED_DATA; record(1, n, args, types); }
-EXPORT void __tgt_target_data_end_mapper(DATA_PARAMS) { UNUSED_DATA; record(2, n, args, types); }
-EXPORT void __tgt_target_data_update_mapper(DATA_PARAMS) { UNUSED_DATA; record(3, n, args, types); }
+EXPORT void __tgt_target_data_begin_mapper(DATA_PARAMS) { UNUSED_DATA; RECORD(1); }
+EXPORT void __tgt_target_data_end_mapper(DATA_PARAMS) { UNUSED_DATA; RECORD(2); }
+EXPORT void __tgt_target_data_update_mapper(DATA_PARAMS) { UNUSED_DATA; RECORD(3); }
 EXPORT void __tgt_target_data_begin_nowait_mapper(DATA_PARAMS, int32_t a, void *b, int32_t c, void *d)
 {
     UNUSED_DATA, (void)a, (void)b, (void)c, (void)d;
-    record(1, n, args, types);
+    RECORD(5);
 }
 EXPORT void __tgt_target_data_end_nowait_mapper(DATA_PARAMS, int32_t a, void *b, int32_t c, void *d)
 {
     UNUSED_DATA, (void)a, (void)b, (void)c, (void)d;
-    record(2, n, args, types);
+    RECORD(6);
 }
 EXPORT void __tgt_target_data_update_nowait_mapper(DATA_PARAMS, int32_t a, void *b, int32_t c,
                                                    void *d)
 {
     UNUSED_DATA, (void)a, (void)b, (void)c, (void)d;
-    record(4, n, args, types);
+    RECORD(4);
 }
 EXPORT int __tgt_target_kernel(void *loc, int64_t dev, int32_t teams, int32_t limit, void *host,
                                void *args)
