@@ -21,6 +21,10 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *device, void *stre
  * the memory-kind cache keeps host entries when the hook forgets device memory. */
 void ob_batch_set_hook_mode(ompbatch_batch *batch);
 
+/* Names the batch's submissions in NVTX ranges ("update maps.c:42", "memcpy_batch"); label
+ * must stay valid until the next call (NULL: "batch"). */
+void ob_batch_set_label(ompbatch_batch *batch, const char *label);
+
 /* Drops what the batch learnt about device (and managed) memory, keeping host entries. */
 void ob_batch_forget_device_memory(ompbatch_batch *batch);
 

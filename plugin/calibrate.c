@@ -161,6 +161,7 @@ static int measure_curve(const buffers *b, ob_lane lane, ob_way way, int ordinal
     int status = ob_batch_create_on(&batch, &device, NULL, &options);
     if (status != OMPBATCH_OK)
         return status;
+    ob_batch_set_label(batch, "calibration");
     double fixed_total = 0.0, t[OB_COST_SIZES];
     status = time_probe(batch, b, lane, ordinal, FIXED_PIECES, ob_cost_sizes[0], &fixed_total);
     for (int k = 0; k < OB_COST_SIZES && status == OMPBATCH_OK; k++)

@@ -114,6 +114,7 @@ static void read_environment(void)
     current.disable = (int)read_long("OMPBATCH_DISABLE", 0, 0, 1);
     current.verbose = (int)read_long("OMPBATCH_VERBOSE", 0, 0, 3);
     current.stats = (int)read_long("OMPBATCH_STATS", 0, 0, 1);
+    current.nvtx = (int)read_long("OMPBATCH_NVTX", 1, 0, 1);
     current.max_copies = (size_t)read_long("OMPBATCH_MAX_COPIES", OB_DEFAULT_MAX_COPIES, 1,
                                            1L << 24);
     current.wait_poll_us = read_long("OMPBATCH_WAIT_POLL_US", OB_DEFAULT_WAIT_POLL_US, 0, 1000000);

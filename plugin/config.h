@@ -28,6 +28,7 @@ typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
     int stats;               /* OMPBATCH_STATS: print the hook's statistics at exit */
+    int nvtx;                /* OMPBATCH_NVTX: 0 keeps submissions out of NVTX profiles */
     size_t max_copies;       /* OMPBATCH_MAX_COPIES: copies per driver batch call */
     long wait_poll_us;       /* OMPBATCH_WAIT_POLL_US: how long a wait polls before blocking */
     size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging, and device staging, each */

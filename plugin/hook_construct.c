@@ -18,7 +18,36 @@
 #include "hook_runtime.h"
 #include "hook_stats.h"
 #include "log.h"
+#include "nvtx.h"
 #include "ompbatch.h"
+
+/* "update maps.c:42" for the NVTX range of the construct's batch, from its source location
+ * (";file;function;line;column;;" when the compiler recorded one). Built only while a profiler
+ * listens; NULL otherwise. */
+static const char *range_label(const ob_construct *c, char *buf, size_t size)
+{
+    if (!ob_nvtx_active())
+        return NULL;
+    const char *what = strcmp(c->what, "begin") == 0 ? "data begin"
+                       : strcmp(c->what, "end") == 0 ? "data end"
+                                                     : c->what;
+    const char *source = c->loc != NULL ? c->loc->psource : NULL;
+    const char *file = source != NULL && source[0] == ';' ? source + 1 : NULL;
+    const char *file_end = file != NULL ? strchr(file, ';') : NULL;
+    const char *function_end = file_end != NULL ? strchr(file_end + 1, ';') : NULL;
+    const char *line = function_end != NULL ? function_end + 1 : NULL;
+    const char *line_end = line != NULL ? strchr(line, ';') : NULL;
+    if (line_end == NULL || file_end == file || line_end == line) {
+        snprintf(buf, size, "%s", what);
+        return buf;
+    }
+    for (const char *p = file; p < file_end; p++)
+        if (*p == '/')
+            file = p + 1;
+    snprintf(buf, size, "%s %.*s:%.*s", what, (int)(file_end - file), file,
+             (int)(line_end - line), line);
+    return buf;
+}
 
 /* Why an item was left to the runtime; REASON_NONE: the hook made its copy. */
 #define REASON_LIST(X)                                                                          \
@@ -379,7 +408,9 @@ void ob_hook_update(const ob_construct *c)
                 items[i].why = REASON_PRESENT;
     }
     size_t copies = batched;
-    if (copies > 0 && ob_hook_copy_run(c->device, s.copies, copies) != OMPBATCH_OK) {
+    char label[160];
+    if (copies > 0 && ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)), s.copies,
+                                       copies) != OMPBATCH_OK) {
         /* Nothing is lost: the runtime repeats the copies (the ones that were made wrote the
          * same bytes it will write). */
         for (int32_t i = 0; i < a->count; i++)
@@ -521,7 +552,9 @@ void ob_hook_begin(const ob_construct *c)
         s.copies[n++] = (ob_hook_copy){device, (const void *)it->begin,
                                        (size_t)(it->end - it->begin), 1};
     }
-    if (n > 0 && ob_hook_copy_run(c->device, s.copies, n) != OMPBATCH_OK) {
+    char label[160];
+    if (n > 0 && ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)), s.copies, n) !=
+                     OMPBATCH_OK) {
         for (int32_t i = 0; i < a->count; i++)
             if (items[i].why == REASON_NONE)
                 items[i].why = REASON_FAILED;
@@ -649,8 +682,10 @@ void ob_hook_end(const ob_construct *c)
             s.copies[n++] = (ob_hook_copy){staging + it->staging, (const void *)it->device,
                                            (size_t)(it->end - it->begin), 0};
     }
-    if (candidates > 0 && (staging == NULL || ob_hook_copy_run(c->device, s.copies, n) !=
-                                                  OMPBATCH_OK)) {
+    char label[160];
+    if (candidates > 0 &&
+        (staging == NULL || ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)),
+                                             s.copies, n) != OMPBATCH_OK)) {
         for (int32_t i = 0; i < a->count; i++) {
             if (items[i].why == REASON_NONE) {
                 items[i].why = REASON_FAILED;

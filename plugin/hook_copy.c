@@ -172,7 +172,7 @@ static void count_batch(const ompbatch_batch *batch)
 /* One batch per construct: the planner picks direct or staged copies for each group (the
  * copies of a construct are usually pageable program data, which the staged strategy packs
  * and unpacks through pinned staging). */
-int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count)
+int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, size_t count)
 {
     thread_batches *mine = this_thread();
     ompbatch_batch *batch = mine != NULL ? thread_batch(mine, device) : NULL;
@@ -185,8 +185,11 @@ int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count)
                                     c->src, c->to_device ? OMPBATCH_HOST_DEVICE : device,
                                     c->bytes, c->to_device ? OMPBATCH_MAP_TO : OMPBATCH_MAP_FROM);
     }
-    if (status == OMPBATCH_OK)
+    if (status == OMPBATCH_OK) {
+        ob_batch_set_label(batch, label);
         status = ompbatch_batch_submit(batch);
+        ob_batch_set_label(batch, NULL);
+    }
     /* The wait also unpacks staged device-to-host pieces into their destinations. */
     if (status == OMPBATCH_OK)
         status = ompbatch_batch_wait(batch);

@@ -20,10 +20,11 @@ typedef struct ob_hook_copy {
  * memory of a kind the hook does not expect); the reason goes to the verbose log once. */
 int ob_hook_device_usable(int device, uintptr_t device_address);
 
-/* Runs the copies for OpenMP device `device` as one batch and waits for them. Returns
- * OMPBATCH_OK, or the failing status (ompbatch_last_error says which copy): the caller then
- * has the runtime make the copies instead. */
-int ob_hook_copy_run(int device, const ob_hook_copy *copies, size_t count);
+/* Runs the copies for OpenMP device `device` as one batch and waits for them; label names the
+ * submission in NVTX ranges (may be NULL). Returns OMPBATCH_OK, or the failing status
+ * (ompbatch_last_error says which copy): the caller then has the runtime make the copies
+ * instead. */
+int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, size_t count);
 
 /* Drops what this thread's batches learnt about device memory: called after the runtime may
  * have freed device memory (ends, disassociations). Host entries and other threads' batches

@@ -62,8 +62,10 @@ int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src, const
         return status;
     status = add_all(batch, dst, src, length, dst_offset, src_offset, count, dst_device_num,
                      src_device_num);
-    if (status == OMPBATCH_OK)
+    if (status == OMPBATCH_OK) {
+        ob_batch_set_label(batch, "target_memcpy_batch");
         status = ompbatch_batch_submit(batch);
+    }
     /* Destroy waits; its status matters only when everything before succeeded, and otherwise
      * must not overwrite the message of the first failure. */
     if (status == OMPBATCH_OK)

@@ -21,7 +21,7 @@ protected:
              {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES", "OMPBATCH_BATCH_FORM",
               "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
               "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
-              "XDG_CACHE_HOME"})
+              "OMPBATCH_NVTX", "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
     }
@@ -44,6 +44,7 @@ TEST_F(Config, DefaultsWithoutVariables)
     EXPECT_EQ(4096u, c->max_copies);
     EXPECT_EQ(OB_FORM_AUTO, c->form);
     EXPECT_STREQ("libcuda.so.1", c->cuda_library);
+    EXPECT_EQ(1, c->nvtx);
 }
 
 TEST_F(Config, ReadsEveryVariable)
@@ -53,8 +54,10 @@ TEST_F(Config, ReadsEveryVariable)
     setenv("OMPBATCH_MAX_COPIES", "17", 1);
     setenv("OMPBATCH_BATCH_FORM", "12080", 1);
     setenv("OMPBATCH_CUDA_LIBRARY", "/opt/driver/libcuda.so.1", 1);
+    setenv("OMPBATCH_NVTX", "0", 1);
     EXPECT_EQ("", reload());
     const ob_config *c = ob_config_get();
+    EXPECT_EQ(0, c->nvtx);
     EXPECT_EQ(1, c->disable);
     EXPECT_EQ(3, c->verbose);
     EXPECT_EQ(17u, c->max_copies);

@@ -7,8 +7,10 @@
 #      (BATCH_CALL_TESTS): they must reach the copy kernel or cuMemcpyBatchAsync, not only
 #      per-copy cuMemcpyAsync;
 #   2. the hook's allocation-failure test (CUDA paths: staging, batches handed back);
-#   3. the stencil example (hook off and on, checked against a host reference);
-#   4. the hook benchmark, --json into $OUT (when set) or the current directory.
+#   3. NVTX: the hooked maps_basic under a recording NVTX tool (tests/nvtx), its batches must
+#      appear as named ranges;
+#   4. the stencil example (hook off and on, checked against a host reference);
+#   5. the hook benchmark, --json into $OUT (when set) or the current directory.
 # Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
 # usage: run_omp_pack.sh [--bench-args "ARGS"]   (default "--reps 10")
 set -u
@@ -48,6 +50,15 @@ if [ -x "$here/bin/alloc_failures_nvptx_hooked" ]; then
     rc=$?
     tail -n 2 "$out/alloc_failures.log"
     record $rc alloc_failures
+fi
+if [ -f "$here/bin/nvtx_test.sh" ] && [ -f "$here/bin/libnvtx_recorder.so" ]; then
+    # The hook's batches as NVTX ranges, seen by a recording tool loaded the way Nsight Systems
+    # loads its own (NVTX_INJECTION64_PATH).
+    bash "$here/bin/nvtx_test.sh" "$here/bin/libnvtx_recorder.so" hook \
+        "$here/bin/maps_basic_nvptx_hooked" >"$out/nvtx.log" 2>&1
+    rc=$?
+    grep -A6 "^nvtx" "$out/nvtx.log" || tail -n 20 "$out/nvtx.log"
+    record $rc nvtx_ranges
 fi
 if [ -x "$here/bin/stencil_nvptx" ]; then
     OMPBATCH_STATS=1 "$here/bin/stencil_nvptx" >"$out/stencil.log" 2>&1

@@ -7,12 +7,12 @@ written to @cuda//:defs.bzl (CUDA_ROOT) for the genrule that compiles device cod
 
 _ENV = "OMPBATCH_CUDA_PATH"
 _DEFAULT = "/usr/local/cuda"
-_REQUIRED = ["cuda.h", "cudaTypedefs.h"]
+_REQUIRED = ["cuda.h", "cudaTypedefs.h", "nvtx3/nvToolsExt.h"]
 
 def _cuda_headers_impl(rctx):
     root = rctx.os.environ.get(_ENV, "") or _DEFAULT
     include = rctx.path(root + "/include")
-    missing = [h for h in _REQUIRED if not include.get_child(h).exists]
+    missing = [h for h in _REQUIRED if not rctx.path(root + "/include/" + h).exists]
     if missing:
         fail(("ompbatch: CUDA headers not found: %s missing under %s " +
               "(%s=%s). Install the CUDA toolkit (13.0 or newer) or set %s to its root, " +
