@@ -245,7 +245,7 @@ TEST_F(HookCopy, WithoutTheDriverOnlyHostMemoryIsCopied)
     EXPECT_EQ(0, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(reserved) + 4096));
     EXPECT_EQ(1, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(host.data())));
     ob_hook_copy copy{back.data(), host.data(), host.size(), 0};
-    EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, &copy, 1)) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, &copy, 1)) << ompbatch_last_error();
     EXPECT_EQ(host, back);
     munmap(reserved, 1 << 16);
     setenv("OMPBATCH_CUDA_LIBRARY", fake_library_path().c_str(), 1);
@@ -270,7 +270,7 @@ TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
             dst[i].assign(p.sizes[i] + 2, 0x5A); // poisoned, with a guard byte each side
             copies.push_back({dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0});
         }
-        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
             << ompbatch_last_error();
         for (size_t i = 0; i < p.sizes.size(); i++) {
             ASSERT_EQ(0, std::memcmp(dst[i].data() + 1, p.host[i].data(), p.sizes[i]))
@@ -303,7 +303,7 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
             copies.push_back({back[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
         }
     }
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, copies.data(), copies.size()))
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     // Both directions went through pinned staging: the driver saw none of the host buffers.
     fake_cuda_batch_record r;
@@ -340,7 +340,7 @@ TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
             p.host[i] = random_bytes(p.sizes[i], 700 + round * 100 + i);
             copies.push_back({dev.ptr + 1 + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
         }
-        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
             << ompbatch_last_error();
         EXPECT_EQ(0xE7, dev.ptr[0]) << "a byte before the first piece changed";
         for (size_t i = 0; i < p.sizes.size(); i++) {
@@ -369,14 +369,14 @@ TEST_F(HookCopy, OnlyHostPointersAreClassifiedAndTheyStayKnown)
     for (size_t i = 0; i < p.sizes.size(); i++)
         copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
     long long before = fake().call_count("cuPointerGetAttributes");
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     long long first = fake().call_count("cuPointerGetAttributes") - before;
     EXPECT_GE(first, 1);
     EXPECT_LE(first, 2 * 16) << "at most the host pages of 16 pieces";
     ob_hook_copy_forget_memory(); /* as after an end */
     before = fake().call_count("cuPointerGetAttributes");
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()));
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
     EXPECT_EQ(before, fake().call_count("cuPointerGetAttributes"));
     for (size_t i = 0; i < p.sizes.size(); i++)
         EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
@@ -402,7 +402,7 @@ TEST_F(HookCopy, PinnedHostMemoryIsPackedNotAccessedInPlace)
     for (size_t i = 0; i < n; i++)
         copies.push_back({dev.ptr + i * 1024, host + i * 1024, piece, 1});
     ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_reset_stats());
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     ompbatch_hook_stats after = {};
     after.struct_size = sizeof(after);
@@ -438,7 +438,7 @@ TEST_F(HookCopy, WithoutTheKernelPiecesGoDirect)
             copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
         for (int round = 0; round < 2; round++) {
             std::memset(dev.ptr, 0, p.total);
-            ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+            ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
                 << ompbatch_last_error();
             for (size_t i = 0; i < p.sizes.size(); i++)
                 EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
@@ -463,10 +463,10 @@ TEST_F(HookCopy, AFailedLaunchIsReported)
     setenv("OMPBATCH_STRATEGY", "staged", 1); // six pieces alone would go direct
     ob_config_reload();
     ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
-    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, copies.data(), copies.size()));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
     EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "cuLaunchKernel failed"))
         << ompbatch_last_error();
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()));
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
     for (size_t i = 0; i < p.sizes.size(); i++)
         EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]));
     EXPECT_EQ(2, fake().call_count("cuLaunchKernel"));
@@ -487,7 +487,7 @@ TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
         dst[i].assign(p.sizes[i], 0x77);
         copies.push_back({dst[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
     }
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     EXPECT_EQ(1, fake().call_count("cuMemAllocHost"));
     for (size_t i = 0; i < p.sizes.size(); i++)
@@ -507,14 +507,14 @@ TEST_F(HookCopy, PinnedStagingStaysWithinItsProcessWideCap)
     std::vector<unsigned char> dst(2 * piece, 0x42);
     ob_hook_copy two[2] = {{dst.data(), dev.ptr, piece, 0},
                            {dst.data() + piece, dev.ptr + piece, piece, 0}};
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, two, 2)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, two, 2)) << ompbatch_last_error();
     EXPECT_EQ(bytes, dst);
     EXPECT_EQ(0, fake().call_count("cuMemAllocHost")) << "1.4 MiB of staging passes the cap";
     // Two smaller pieces fit: staged through one area of 1 MiB, the cap.
     std::fill(dst.begin(), dst.end(), 0x42);
     ob_hook_copy smaller[2] = {{dst.data(), dev.ptr, piece / 2, 0},
                                {dst.data() + piece, dev.ptr + piece, piece / 2, 0}};
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, smaller, 2)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, smaller, 2)) << ompbatch_last_error();
     EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data(), piece / 2));
     EXPECT_EQ(0, std::memcmp(dst.data() + piece, bytes.data() + piece, piece / 2));
     EXPECT_EQ(0x42, dst[piece / 2]) << "a byte past the first piece changed";
@@ -534,11 +534,11 @@ TEST_F(HookCopy, ADriverFailureIsReportedAndTheNextBatchWorks)
         copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
     ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
     ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
-    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, copies.data(), copies.size()));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
     EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "CUDA_ERROR_INVALID_VALUE"))
         << ompbatch_last_error();
     std::memset(dev.ptr, 0, p.total);
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, copies.data(), copies.size()))
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     for (size_t i = 0; i < p.sizes.size(); i++)
         EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
@@ -558,7 +558,7 @@ TEST_F(HookCopy, OutOfMemoryIsReportedAtEveryAllocation)
         ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
         std::memset(dev.ptr, 0, p.total);
         ob_alloc_fail_after_for_testing(allowed);
-        int rc = ob_hook_copy_run(0, copies.data(), copies.size());
+        int rc = ob_hook_copy_run(0, nullptr, copies.data(), copies.size());
         ob_alloc_fail_after_for_testing(-1);
         if (rc == OMPBATCH_OK) {
             for (size_t i = 0; i < p.sizes.size(); i++)
