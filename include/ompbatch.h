@@ -18,7 +18,14 @@
  * negative OMPBATCH_ERR_* value otherwise. ompbatch_last_error() then returns a message for the
  * calling thread that names the argument or copy at fault and the reason. Like errno, the
  * message is only set by failures: successful calls (ompbatch_batch_destroy after a failed
- * submit, say) leave it as it was.
+ * submit, say) leave it as it was. Failures the library routes around itself (staging
+ * refused, a cuMemcpyBatchAsync resent one copy at a time, a calibration cache it cannot
+ * write) also set it while the call succeeds.
+ *
+ * Every function below is documented in one format: what it does; "Parameters:"; "Returns:",
+ * with each status it can return and when; "Threads:". docs/api.md is the reference manual
+ * for this header, with an example per function (tests/docs:docs_sync_test keeps the two in
+ * step).
  */
 #ifndef OMPBATCH_H
 #define OMPBATCH_H
@@ -43,7 +50,15 @@ extern "C" {
 #define OMPBATCH_VERSION                                                                        \
     (OMPBATCH_VERSION_MAJOR * 10000 + OMPBATCH_VERSION_MINOR * 100 + OMPBATCH_VERSION_PATCH)
 
-/* The version of the library loaded at run time, encoded like OMPBATCH_VERSION. */
+/* The version of the library loaded at run time, encoded like OMPBATCH_VERSION. Comparing it
+ * with the OMPBATCH_VERSION a program was compiled with tells whether the header and the
+ * loaded library agree.
+ *
+ * Parameters: none.
+ * Returns: OMPBATCH_VERSION_MAJOR * 10000 + OMPBATCH_VERSION_MINOR * 100 +
+ *   OMPBATCH_VERSION_PATCH of the loaded library (100 for 0.1.0). Never fails.
+ * Threads: safe from any thread.
+ */
 OMPBATCH_API int ompbatch_version(void);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -73,12 +88,40 @@ typedef enum ompbatch_status {
 
 #define OMPBATCH_OK OMPBATCH_ERR_OK
 
-/* "OMPBATCH_ERR_INVALID_DEVICE" etc.; "OMPBATCH_ERR_UNKNOWN" for values not in the list. */
+/* The name of a status as this header spells it: "OMPBATCH_ERR_INVALID_DEVICE" for
+ * OMPBATCH_ERR_INVALID_DEVICE, "OMPBATCH_ERR_OK" for OMPBATCH_OK.
+ *
+ * Parameters:
+ *   status  any int, usually a value an ompbatch function returned.
+ * Returns: a static string, never NULL; "OMPBATCH_ERR_UNKNOWN" for a value not in
+ *   OMPBATCH_STATUS_LIST (any positive value, for one).
+ * Threads: safe from any thread.
+ */
 OMPBATCH_API const char *ompbatch_err_name(int status);
-/* A fixed, human-readable description of a status; never NULL. */
+
+/* A fixed, human-readable description of a status: the message of OMPBATCH_STATUS_LIST
+ * ("invalid device number" for OMPBATCH_ERR_INVALID_DEVICE). It says what kind of failure
+ * happened; ompbatch_last_error says which argument or copy and why.
+ *
+ * Parameters:
+ *   status  any int, usually a value an ompbatch function returned.
+ * Returns: a static string, never NULL; "unknown status" for a value not in the list.
+ * Threads: safe from any thread.
+ */
 OMPBATCH_API const char *ompbatch_strerror(int status);
+
 /* The calling thread's message for its last failed call ("copy 3: dst ... overlaps ..."), or
- * "" if no call on this thread has failed. Valid until the next failure on the thread. */
+ * "" if no call on this thread has failed. The message names the argument or the copy (by its
+ * index as added) at fault and the reason; driver failures add the call, the CUresult's name,
+ * number and text. Read it right after a call returned a negative status: the library also
+ * records failures it recovers from by itself (staging refused, a failed cuMemcpyBatchAsync
+ * sent again copy by copy), so after a successful call it may hold such a message.
+ *
+ * Parameters: none.
+ * Returns: a pointer to the calling thread's buffer, never NULL. The text stays until the
+ *   next failure on the same thread overwrites it.
+ * Threads: per thread; a failure on one thread never changes another thread's message.
+ */
 OMPBATCH_API const char *ompbatch_last_error(void);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -135,7 +178,22 @@ typedef struct ompbatch_driver_info {
 } ompbatch_driver_info;
 
 /* Loads the driver on first use (thread-safe) and describes what was found. Succeeds without
- * a driver: driver_loaded is then 0 and reason says why. Fails only on a bad argument. */
+ * a driver: driver_loaded is then 0 and reason says why ("cannot open the CUDA driver: ...",
+ * "cuInit failed: ...", "the driver lacks ..."). Fails only on a bad argument. The driver is
+ * looked for once per process (OMPBATCH_CUDA_LIBRARY names the library to open); every later
+ * call reports the same result.
+ *
+ * Parameters:
+ *   info  where to write; info->struct_size must be at least sizeof(ompbatch_driver_info)
+ *         of this header. Only the fields this library knows are written; struct_size is
+ *         left as the caller set it. library and reason point to the library's own strings,
+ *         valid for the life of the process.
+ * Returns: OMPBATCH_OK, with or without a driver, or
+ *   OMPBATCH_ERR_NULL_POINTER      info is NULL;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  info->struct_size is smaller than this header's struct.
+ * Threads: safe from any thread; the first call of any thread loads the driver, the others
+ *   wait for it.
+ */
 OMPBATCH_API int ompbatch_get_driver_info(ompbatch_driver_info *info);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -149,7 +207,38 @@ OMPBATCH_API int ompbatch_get_driver_info(ompbatch_driver_info *info);
  * (their pointers may be NULL). Arguments are checked before anything is copied; if the driver
  * fails a copy, some of the other copies may have been performed (the library orders copies by
  * dependency level and address, not by index), so the destinations' contents are then
- * unspecified. The call waits for whatever was started before it returns. */
+ * unspecified. The call waits for whatever was started before it returns.
+ * It is one batch (ompbatch_batch_create on the library's own stream, with
+ * options.synchronous = 1) filled, submitted and destroyed, so it plans, merges and picks a
+ * strategy like any batch.
+ *
+ * Parameters:
+ *   dst, src        arrays of count pointers (destination and source bases).
+ *   length          array of count byte counts; a zero length skips the copy.
+ *   dst_offset      array of count byte offsets added to dst[i], or NULL for zeros.
+ *   src_offset      array of count byte offsets added to src[i], or NULL for zeros.
+ *   count           number of copies; 0 returns OMPBATCH_OK at once, reading nothing.
+ *   dst_device_num  OpenMP device number of every destination: a CUDA device, an OpenMP
+ *                   host-offload device or the host (OMPBATCH_HOST_DEVICE or
+ *                   omp_get_initial_device()).
+ *   src_device_num  the same for every source. At most one device other than the host: two
+ *                   different devices are refused.
+ * Returns: OMPBATCH_OK when every copy is complete, or
+ *   OMPBATCH_ERR_NULL_POINTER      dst, src or length is NULL with count > 0, or a pointer of
+ *                                  a copy with a length is NULL ("copy 3: dst is NULL");
+ *   OMPBATCH_ERR_OVERFLOW          a pointer plus its offset, or plus its length, wraps;
+ *   OMPBATCH_ERR_INVALID_DEVICE    a device number is not a device (the message lists the
+ *                                  host's numbers and the CUDA device count);
+ *   OMPBATCH_ERR_UNSUPPORTED       the two device numbers name two different devices;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  a copy's source and destination overlap, or its memory is
+ *                                  not what its device number says (the checks of
+ *                                  ompbatch_batch_submit);
+ *   OMPBATCH_ERR_NO_MEMORY         out of host memory;
+ *   OMPBATCH_ERR_DRIVER            a driver call failed (the message names the call and the
+ *                                  copy).
+ * Threads: safe from several threads at once: each call uses a batch of its own (calls for
+ *   one CUDA device share the library's stream of that device).
+ */
 OMPBATCH_API int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src,
                                               const size_t *length, const size_t *dst_offset,
                                               const size_t *src_offset, size_t count,
@@ -194,14 +283,66 @@ typedef struct ompbatch_batch_options {
  * own non-blocking stream of that device (created once, on the device's primary context).
  * options may be NULL. Without a driver a batch can
  * still be created for the host (OMPBATCH_HOST_DEVICE) or for an OpenMP host-offload device;
- * its copies then run with memcpy. */
+ * its copies then run with memcpy.
+ *
+ * Parameters:
+ *   out         receives the new batch; set to NULL first whenever out is not NULL.
+ *   device_num  the OpenMP device the batch copies to and from: a CUDA device, an OpenMP
+ *               host-offload device, or the host (OMPBATCH_HOST_DEVICE or
+ *               omp_get_initial_device()) for host-to-host copies.
+ *   stream      a CUstream (or cudaStream_t) as void *, or NULL. Not CU_STREAM_LEGACY or
+ *               CU_STREAM_PER_THREAD, which cuMemcpyBatchAsync rejects; NULL for a device that
+ *               is not a CUDA device.
+ *   options     NULL for the defaults, or options with struct_size set; a larger struct from
+ *               a newer header is accepted when the fields this library does not know are 0.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      out is NULL;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  options->struct_size is too small, prefer_overlap or
+ *                                  synchronous is not 0 or 1, strategy is not an
+ *                                  ompbatch_strategy; stream is the legacy or per-thread
+ *                                  stream, belongs to another context, or is not NULL for a
+ *                                  device that is not a CUDA device;
+ *   OMPBATCH_ERR_UNSUPPORTED       options is larger than this library's struct and sets a
+ *                                  field it does not know;
+ *   OMPBATCH_ERR_INVALID_DEVICE    device_num is not a device (without a driver no CUDA device
+ *                                  exists, and the message says so);
+ *   OMPBATCH_ERR_NO_MEMORY         out of host memory;
+ *   OMPBATCH_ERR_DRIVER            the driver failed retaining the primary context, creating
+ *                                  the library's stream or checking the caller's stream
+ *                                  (cuStreamGetCtx: a pointer that is not a stream).
+ * Threads: safe from any thread. The batch then belongs to one thread at a time.
+ */
 OMPBATCH_API int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
                                        const ompbatch_batch_options *options);
 
 /* Adds a raw copy of bytes from src on src_device_num to dst on dst_device_num. Each side must
  * be the batch's device or the host. map_type may be 0; OMPBATCH_MAP_LITERAL or
  * OMPBATCH_MAP_PRIVATE mark a source that dies after submit returns (read during the call).
- * Arguments are checked here; the failing check names the copy by its index in the batch. */
+ * Arguments are checked here; the failing check names the copy by its index in the batch.
+ * Nothing is read or written before submit, and the memory's kind is checked there.
+ *
+ * Parameters:
+ *   batch           an open batch: created or reset, not submitted since.
+ *   dst             destination address; may be NULL when bytes is 0.
+ *   dst_device_num  the batch's device number or the host's (OMPBATCH_HOST_DEVICE,
+ *                   omp_get_initial_device(), or without an OpenMP runtime the CUDA device
+ *                   count).
+ *   src             source address; may be NULL when bytes is 0.
+ *   src_device_num  as dst_device_num, for the source.
+ *   bytes           bytes to copy; a zero-byte copy is counted (stats.copies_zero) and skipped.
+ *   map_type        0 or OMPBATCH_MAP_* bits (OMPBATCH_MAP_KNOWN_BITS only). Only
+ *                   OMPBATCH_MAP_LITERAL and OMPBATCH_MAP_PRIVATE change how the copy is made.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL, or dst or src is NULL with bytes > 0;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was submitted (reset it first) or destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch, or map_type has a bit outside
+ *                                  OMPBATCH_MAP_KNOWN_BITS;
+ *   OMPBATCH_ERR_OVERFLOW          dst or src plus bytes wraps the address space;
+ *   OMPBATCH_ERR_INVALID_DEVICE    a device number is not a device, or is a device other than
+ *                                  the batch's;
+ *   OMPBATCH_ERR_NO_MEMORY         the batch cannot grow.
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num,
                                     const void *src, int src_device_num, size_t bytes,
                                     uint64_t map_type);
@@ -210,7 +351,29 @@ OMPBATCH_API int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_de
  * OMPBATCH_MAP_TO (host to device) and OMPBATCH_MAP_FROM (device to host). The device address
  * comes from the OpenMP runtime (omp_get_mapped_ptr); both the first and the last byte must be
  * mapped, consistently. Fails with OMPBATCH_ERR_NO_OFFLOAD_RUNTIME without an OpenMP offload
- * runtime and OMPBATCH_ERR_NOT_MAPPED when the range is not mapped. */
+ * runtime and OMPBATCH_ERR_NOT_MAPPED when the range is not mapped. The copy is then added as
+ * ompbatch_batch_add would add it, with map_type.
+ *
+ * Parameters:
+ *   batch     an open batch for a device (a CUDA or OpenMP host-offload device, not the host).
+ *   host_ptr  the start of a host range mapped on the batch's device; may be NULL when bytes
+ *             is 0.
+ *   bytes     the range's length; 0 adds a zero-byte copy.
+ *   map_type  OMPBATCH_MAP_TO or OMPBATCH_MAP_FROM, plus other known OMPBATCH_MAP_* bits.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER        batch is NULL, or host_ptr is NULL with bytes > 0;
+ *   OMPBATCH_ERR_BAD_STATE           the batch was submitted or destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT    batch is not a batch, or map_type has neither or both
+ *                                    of TO and FROM, or a bit outside OMPBATCH_MAP_KNOWN_BITS;
+ *   OMPBATCH_ERR_INVALID_DEVICE      the batch is for the host;
+ *   OMPBATCH_ERR_NO_OFFLOAD_RUNTIME  omp_get_mapped_ptr, omp_get_initial_device or
+ *                                    omp_get_num_devices is not in the process;
+ *   OMPBATCH_ERR_NOT_MAPPED          the first byte is not mapped, or the last byte is not
+ *                                    (partly mapped) or maps elsewhere (several mappings);
+ *   OMPBATCH_ERR_OVERFLOW            host_ptr plus bytes wraps the address space;
+ *   OMPBATCH_ERR_NO_MEMORY           the batch cannot grow.
+ * Threads: one thread at a time per batch; the runtime's look-ups are thread-safe.
+ */
 OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t bytes,
                                            uint64_t map_type);
 
@@ -222,10 +385,47 @@ OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr
  * batch, not only for the stream, before reading such destinations.
  * On a driver failure no later sub-batch is started; stats.copies_done counts the planned
  * copies that were enqueued. After submit, only wait, stats, describe, reset, forget_memory and
- * destroy are allowed. */
+ * destroy are allowed.
+ * The checks that need the memory's kind are made here, when the plan classifies the copies
+ * (a plan of one copy under 2 MiB is not classified: the driver checks its pointers). The
+ * batch counts as submitted even when submit fails; reset it to use it again. The first
+ * submit of a batch on a CUDA device with the automatic strategy may calibrate the cost model
+ * (OMPBATCH_CALIBRATE). With OMPBATCH_NVTX on and an NVTX tool attached, the submission is an
+ * NVTX range "ompbatch batch (device N): K copies".
+ *
+ * Parameters:
+ *   batch  an open batch.
+ * Returns: OMPBATCH_OK once everything is enqueued, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was already submitted, or destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch; or a copy's source and destination
+ *                                  overlap, or its memory is not what its device number says
+ *                                  (device memory named as the host, host memory named as the
+ *                                  device, another device's memory), or it runs past the end
+ *                                  of its allocation;
+ *   OMPBATCH_ERR_NO_MEMORY         out of host memory;
+ *   OMPBATCH_ERR_DRIVER            a driver call failed: the message names the call, the
+ *                                  CUresult and the copy.
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_submit(ompbatch_batch *batch);
 
-/* Waits until every submitted copy is complete. */
+/* Waits until every submitted copy is complete, then finishes staged device-to-host copies
+ * into pageable memory (unpacks them into their destinations). It polls the stream for
+ * OMPBATCH_WAIT_POLL_US microseconds before blocking in cuStreamSynchronize. Returns at once
+ * when nothing is pending (an open batch, a host batch, a second wait).
+ *
+ * Parameters:
+ *   batch  a batch, in any state.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch;
+ *   OMPBATCH_ERR_DRIVER            the stream reported an error; staged bytes for pageable
+ *                                  destinations are then not written, and the batch no
+ *                                  longer counts its copies as pending.
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_wait(ompbatch_batch *batch);
 
 /* Forgets the copies (waiting first if they were submitted) so the batch can be refilled. A
@@ -234,11 +434,31 @@ OMPBATCH_API int ompbatch_batch_wait(ompbatch_batch *batch);
  * What the batch learnt about the memory kinds of the pointers it saw (device, pinned,
  * pageable, managed, and allocation extents) is kept, so refilling with the same buffers costs
  * no driver queries; after freeing, reallocating or registering (cuMemHostRegister) memory
- * the batch has seen, call ompbatch_batch_forget_memory. */
+ * the batch has seen, call ompbatch_batch_forget_memory. The statistics are cleared.
+ *
+ * Parameters:
+ *   batch  a batch, in any state; it is open and empty afterwards, even when the wait failed.
+ * Returns: the wait's status (OMPBATCH_OK when nothing was pending), or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch;
+ *   OMPBATCH_ERR_DRIVER            the wait failed (see ompbatch_batch_wait).
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_reset(ompbatch_batch *batch);
 
 /* Drops what the batch learnt about memory kinds (see ompbatch_batch_reset). Not allowed
- * between add and submit. */
+ * between add and submit. The plan is not reused by the next submit either.
+ *
+ * Parameters:
+ *   batch  a batch that holds no copies waiting for submit: just created, submitted or reset.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch holds added copies not yet submitted, or was
+ *                                  destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch.
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_forget_memory(ompbatch_batch *batch);
 
 /* Waits for submitted copies and frees the batch. NULL is allowed. Returns the wait status.
@@ -246,7 +466,18 @@ OMPBATCH_API int ompbatch_batch_forget_memory(ompbatch_batch *batch);
  * OMPBATCH_ERR_BAD_STATE ("batch ... was destroyed") for as long as the library keeps the dead
  * batch's small struct: the last 256 destroyed batches; after that, as with free, the pointer
  * must not be used. A pointer that was never a batch fails with OMPBATCH_ERR_INVALID_ARGUMENT
- * when its first bytes do not happen to look like one. */
+ * when its first bytes do not happen to look like one.
+ *
+ * Parameters:
+ *   batch  a batch in any state, or NULL (nothing happens).
+ * Returns: the wait's status (OMPBATCH_OK when nothing was pending; the batch is freed either
+ *   way), or
+ *   OMPBATCH_ERR_BAD_STATE         the batch was already destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch;
+ *   OMPBATCH_ERR_DRIVER            the wait failed (see ompbatch_batch_wait).
+ * Threads: one thread at a time per batch; destroying different batches on different threads
+ *   at once is safe.
+ */
 OMPBATCH_API int ompbatch_batch_destroy(ompbatch_batch *batch);
 
 typedef enum ompbatch_path {
@@ -283,12 +514,45 @@ typedef struct ompbatch_stats {
                                  then sent one cuMemcpyAsync each (OMPBATCH_VERBOSE=1 logs why) */
 } ompbatch_stats;
 
-/* Copies the batch's statistics into *stats (struct_size must be set). */
+/* Copies the batch's statistics into *stats (struct_size must be set). copies_added counts the
+ * copies added so far; every other field describes the last submit (zero after a reset).
+ *
+ * Parameters:
+ *   batch  a batch, in any state.
+ *   stats  where to write; stats->struct_size set to sizeof(ompbatch_stats). A smaller size
+ *          (an older header) gets the fields that fit; a larger one (a newer header) gets
+ *          zeros past this library's fields. struct_size keeps the caller's value.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch or stats is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch, or stats->struct_size is smaller than
+ *                                  the struct_size field itself.
+ * Threads: one thread at a time per batch (it reads the batch).
+ */
 OMPBATCH_API int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats);
 
 /* Writes a text description of the batch's plan (copies, attribute groups, merges,
  * sub-batches, paths) into buf, always NUL-terminated when size > 0. *needed (may be NULL)
- * receives the length without the NUL. Plans on demand if the batch was not submitted. */
+ * receives the length without the NUL. Plans on demand if the batch was not submitted.
+ * The text has a "plan:" line, a "strategy:" line per group the staged strategy could take
+ * (with the cost model's predictions), and a "step N:" line per step followed by its
+ * attribute entries and copies. Planning an open batch makes its next submit plan again.
+ *
+ * Parameters:
+ *   batch   a batch, in any state: submitted, its last submit's plan; open, the copies added
+ *           so far.
+ *   buf     where to write; may be NULL when size is 0 (to ask for the length).
+ *   size    bytes available at buf; a longer text is cut short, NUL-terminated.
+ *   needed  receives the whole text's length without the NUL, or NULL.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch is NULL, or buf is NULL with size > 0;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch, or (open batch) a copy fails the
+ *                                  checks of ompbatch_batch_submit;
+ *   OMPBATCH_ERR_NO_MEMORY         out of host memory while planning;
+ *   OMPBATCH_ERR_DRIVER            a driver query failed while planning.
+ * Threads: one thread at a time per batch.
+ */
 OMPBATCH_API int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size,
                                          size_t *needed);
 
@@ -299,16 +563,23 @@ OMPBATCH_API int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_
 /* Linked before the OpenMP runtime (-lompbatch on the link line of a clang offload program)  */
 /* or preloaded (LD_PRELOAD=libompbatch.so), the library interposes libomptarget's data      */
 /* entry points: it makes the transfers it can prove safe itself, one batch per construct,   */
-/* and forwards everything else unchanged. README.md ("The OpenMP hook") says what is        */
-/* batched and what is forwarded. OMPBATCH_DISABLE=1 makes the hook a pure pass-through.     */
+/* and forwards everything else unchanged. docs/hook.md (and README.md, "The OpenMP hook")  */
+/* says what is batched and what is forwarded. OMPBATCH_DISABLE=1 makes the hook a pure      */
+/* pass-through.                                                                             */
 
 typedef enum ompbatch_hook_state {
     OMPBATCH_HOOK_NOT_LOADED = 0, /* no offload program has called into the hook yet */
     OMPBATCH_HOOK_ACTIVE = 1,     /* batching */
-    OMPBATCH_HOOK_PASS_THROUGH = 2 /* forwarding everything (disabled, or a runtime the hook
-                                      does not know; OMPBATCH_VERBOSE says why) */
+    OMPBATCH_HOOK_PASS_THROUGH = 2 /* forwarding everything: disabled (OMPBATCH_DISABLE=1 or
+                                      ompbatch_hook_set_enabled(0)), a runtime the hook does
+                                      not know (said once on stderr), OMP_TARGET_OFFLOAD=
+                                      disabled or unified_shared_memory (said at
+                                      OMPBATCH_VERBOSE=1) */
 } ompbatch_hook_state;
 
+/* The hook's counters. They count while the hook is active, the constructs and regions of
+ * offload devices (not those of the initial device, the host fallback, nor the runtime's own
+ * calls back into the entry points); a pass-through hook counts nothing. */
 typedef struct ompbatch_hook_stats {
     size_t struct_size;           /* sizeof(ompbatch_hook_stats) before the call */
     int state;                    /* ompbatch_hook_state */
@@ -326,17 +597,50 @@ typedef struct ompbatch_hook_stats {
     unsigned paths;               /* OR of ompbatch_path values those batches used */
 } ompbatch_hook_stats;
 
-/* Copies the hook's process-wide statistics into *stats (struct_size must be set). */
+/* Copies the hook's process-wide statistics into *stats (struct_size must be set): its state,
+ * the runtime's LLVM major version and the counters since the start or the last
+ * ompbatch_hook_reset_stats. OMPBATCH_STATS=1 prints the same figures on stderr at exit.
+ *
+ * Parameters:
+ *   stats  where to write; stats->struct_size set to sizeof(ompbatch_hook_stats). A smaller
+ *          size gets the fields that fit, a larger one zeros past this library's fields;
+ *          struct_size keeps the caller's value.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      stats is NULL;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  stats->struct_size is smaller than the struct_size field
+ *                                  itself.
+ * Threads: safe from any thread. Each counter is read atomically, the set of them is not one
+ *   snapshot while other threads run constructs.
+ */
 OMPBATCH_API int ompbatch_hook_get_stats(ompbatch_hook_stats *stats);
 
-/* Sets every counter of the hook's statistics to zero. */
+/* Sets every counter of the hook's statistics to zero, paths included; state and
+ * runtime_major are not counters and stay.
+ *
+ * Parameters: none.
+ * Returns: OMPBATCH_OK. Never fails.
+ * Threads: safe from any thread; counts of constructs running meanwhile may land before or
+ *   after the reset.
+ */
 OMPBATCH_API int ompbatch_hook_reset_stats(void);
 
 /* Turns batching on (1) or off (0) for the whole process, from then on: off, every call is
  * forwarded unchanged, as with OMPBATCH_DISABLE=1 (which wins: with it set, 1 is refused with
  * OMPBATCH_ERR_BAD_STATE). Meant for timing a program with and without the hook in one run;
  * call it between constructs, not while other threads are inside one. Returns the previous
- * setting (0 or 1) or a negative status. */
+ * setting (0 or 1) or a negative status.
+ * Turning it on again after off forgets the hook's mirror of the runtime's mappings: what was
+ * mapped while it was off is forwarded until it is mapped anew. On means "batch where
+ * possible": a runtime the hook does not know still keeps it a pass-through.
+ *
+ * Parameters:
+ *   enabled  1 to batch, 0 to forward everything.
+ * Returns: the previous setting, 0 or 1, or
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  enabled is neither 0 nor 1;
+ *   OMPBATCH_ERR_BAD_STATE         enabled is 1 and OMPBATCH_DISABLE=1 is set.
+ * Threads: safe from any thread; it takes the hook's lock exclusively, so it waits for data
+ *   constructs and target regions in progress.
+ */
 OMPBATCH_API int ompbatch_hook_set_enabled(int enabled);
 
 #ifdef __cplusplus
