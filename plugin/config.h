@@ -1,5 +1,7 @@
-/* Run-time tunables, read from the environment once. The table in config.c is the single
- * place that names every variable, its default and its range. */
+/* Run-time tunables, read from the environment once (ob_config_reload reads them again).
+ * config.c names every OMPBATCH_* variable with its default and range; the only other
+ * variables the library reads are NVTX_INJECTION64_PATH (nvtx.c) and OMP_TARGET_OFFLOAD
+ * (omp_hook.c). docs/configuration.md lists them all (tests/docs checks). */
 #ifndef OMPBATCH_PLUGIN_CONFIG_H
 #define OMPBATCH_PLUGIN_CONFIG_H
 

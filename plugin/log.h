@@ -1,5 +1,5 @@
 /* Verbose logging to stderr, controlled by OMPBATCH_VERBOSE (0 off, 1 errors and decisions,
- * 2 every plan, 3 every copy). */
+ * 2 every plan, 3 every step). */
 #ifndef OMPBATCH_PLUGIN_LOG_H
 #define OMPBATCH_PLUGIN_LOG_H
 

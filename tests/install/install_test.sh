@@ -36,7 +36,8 @@ fortran=0
 [ -f "$prefix/include/ompbatch.mod" ] && fortran=1
 expected="include/ompbatch.h lib/libompbatch.a lib/libompbatch.so lib/libompbatch.so.0
 lib/pkgconfig/ompbatch.pc lib/cmake/ompbatch/ompbatch-config.cmake
-lib/cmake/ompbatch/ompbatch-config-version.cmake"
+lib/cmake/ompbatch/ompbatch-config-version.cmake share/doc/ompbatch/README.md
+share/doc/ompbatch/api.md share/doc/ompbatch/install.md"
 [ $fortran = 1 ] && expected="$expected include/ompbatch.mod lib/libompbatch_fortran.a
 lib/pkgconfig/ompbatch-fortran.pc share/ompbatch/fortran/ompbatch.f90"
 for f in $expected; do
