@@ -96,16 +96,17 @@ struct op {
     unsigned int piece_count;
 };
 
-/* The one module and function the fake knows: plugin/kernels/copy_pieces.cu's
- * ob_copy_pieces. */
+/* The one module and function the fake knows, plugin/kernels/copy_pieces.cu's ob_copy_pieces,
+ * once per device's context as on a GPU: a function is launched only in the context whose
+ * module it came from. */
 struct CUmod_st {
-    int unused;
+    int ordinal;
 };
 struct CUfunc_st {
-    int unused;
+    int ordinal;
 };
-static struct CUmod_st copy_module;
-static struct CUfunc_st copy_function;
+static struct CUmod_st copy_modules[FAKE_CUDA_MAX_DEVICES];
+static struct CUfunc_st copy_functions[FAKE_CUDA_MAX_DEVICES];
 
 struct CUstream_st {
     struct CUctx_st *ctx;
@@ -361,29 +362,35 @@ static CUresult queue_reserve(struct CUstream_st *s, size_t extra)
 static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len);
 static struct alloc *alloc_containing(uintptr_t p);
 
-/* Whether the GPU could reach [p, p + n): one allocation of the driver's (device, pinned or
- * managed memory), never pageable memory. */
-static void check_reachable(const char *what, unsigned int piece, uintptr_t p, size_t n)
+/* Whether device `ordinal`'s GPU could reach [p, p + n): one allocation of the driver's
+ * (pinned or managed memory, or device memory of that device: the library enables no peer
+ * access), never pageable memory. */
+static void check_reachable(int ordinal, const char *what, unsigned int piece, uintptr_t p,
+                            size_t n)
 {
     char why[160];
     const char *problem = range_problem(p, n, why, sizeof why);
-    if (problem != NULL || alloc_containing(p) == NULL)
+    const struct alloc *a = alloc_containing(p);
+    if (problem != NULL || a == NULL)
         die("ob_copy_pieces piece %u: %s %#lx + %zu bytes is not memory the GPU can reach (%s)",
             piece, what, (unsigned long)p, n, problem != NULL ? problem : "pageable memory");
+    if (a->kind == ALLOC_DEVICE && a->ctx->ordinal != ordinal)
+        die("ob_copy_pieces piece %u on device %d: %s %#lx is device %d's memory", piece,
+            ordinal, what, (unsigned long)p, a->ctx->ordinal);
 }
 
 /* The copy kernel, as the GPU would run it: the descriptors are read when it runs, and a piece
  * outside memory the GPU reaches is a fault the real kernel would report asynchronously; the
  * fake stops the test with the reason. */
-static void pieces_run(const struct op *op)
+static void pieces_run(const struct op *op, int ordinal)
 {
-    check_reachable("the descriptor table", 0, (uintptr_t)op->pieces,
+    check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)op->pieces,
                     (size_t)op->piece_count * 3 * sizeof(uint64_t));
     for (unsigned int i = 0; i < op->piece_count; i++) {
         uintptr_t dst = (uintptr_t)op->pieces[3 * i], src = (uintptr_t)op->pieces[3 * i + 1];
         size_t bytes = (size_t)op->pieces[3 * i + 2];
-        check_reachable("dst", i, dst, bytes);
-        check_reachable("src", i, src, bytes);
+        check_reachable(ordinal, "dst", i, dst, bytes);
+        check_reachable(ordinal, "src", i, src, bytes);
         if (dst < src + bytes && src < dst + bytes)
             die("ob_copy_pieces piece %u: dst %#lx and src %#lx overlap (%zu bytes)", i,
                 (unsigned long)dst, (unsigned long)src, bytes);
@@ -399,7 +406,7 @@ static void stream_run(struct CUstream_st *s)
     for (size_t i = 0; i < s->nops; i++) {
         struct op *op = &s->ops[i];
         if (op->pieces != NULL) {
-            pieces_run(op);
+            pieces_run(op, s->ctx->ordinal);
             continue;
         }
         /* memmove: an overlapping copy is undefined on the GPU but must not be in the fake. */
@@ -1034,8 +1041,10 @@ static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *imag
         r = fail(CUDA_ERROR_INVALID_VALUE, "module or image is NULL");
     else if (strstr((const char *)image, ".entry ob_copy_pieces(") == NULL)
         r = fail(CUDA_ERROR_INVALID_IMAGE, "the image is not the library's copy-kernel PTX");
-    else
-        *module = &copy_module;
+    else {
+        copy_modules[ctx->ordinal].ordinal = ctx->ordinal;
+        *module = &copy_modules[ctx->ordinal];
+    }
 out:
     unlock();
     return r;
@@ -1047,12 +1056,14 @@ static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule 
     CUresult r;
     if (begin_call(FAKE_EP_cuModuleGetFunction, &r))
         goto out;
-    if (function == NULL || name == NULL || module != &copy_module)
+    if (function == NULL || name == NULL || module == NULL || module < copy_modules ||
+        module >= copy_modules + FAKE_CUDA_MAX_DEVICES)
         r = fail(CUDA_ERROR_INVALID_VALUE, "bad function, module or name");
     else if (strcmp(name, "ob_copy_pieces") != 0)
         r = fail(CUDA_ERROR_NOT_FOUND, "no function %s in the module", name);
     else {
-        *function = &copy_function;
+        copy_functions[module->ordinal].ordinal = module->ordinal;
+        *function = &copy_functions[module->ordinal];
         r = CUDA_SUCCESS;
     }
 out:
@@ -1072,8 +1083,12 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     if (begin_call(FAKE_EP_cuLaunchKernel, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
         (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
         goto out;
-    if (f != &copy_function)
+    if (f == NULL || f < copy_functions || f >= copy_functions + FAKE_CUDA_MAX_DEVICES)
         r = fail(CUDA_ERROR_INVALID_HANDLE, "unknown function");
+    else if (f->ordinal != ctx->ordinal)
+        r = fail(CUDA_ERROR_INVALID_HANDLE,
+                 "a function of device %d's module launched in device %d's context",
+                 f->ordinal, ctx->ordinal);
     else if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
         r = fail(CUDA_ERROR_INVALID_VALUE, "grid %ux%ux%u, block %ux%ux%u", gx, gy, gz, bx, by, bz);
     else if (params == NULL || extra != NULL || shared != 0)
