@@ -315,8 +315,14 @@ typedef struct ompbatch_batch_options {
 OMPBATCH_API int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
                                        const ompbatch_batch_options *options);
 
-/* Adds a raw copy of bytes from src on src_device_num to dst on dst_device_num. Each side must
- * be the batch's device or the host. map_type may be 0; OMPBATCH_MAP_LITERAL or
+/* Adds a raw copy of bytes from src on src_device_num to dst on dst_device_num. Each side is
+ * the host or a CUDA device: the batch's own, or, in a batch on the library's stream (created
+ * with stream NULL), any other GPU. A batch with copies on other GPUs splits them at submit by
+ * the device that runs each (the GPU side of a host <-> GPU copy, the source of a GPU -> GPU
+ * copy, which goes as a peer copy): the parts run concurrently on each device's library stream
+ * and complete as one unit (wait returns when all have); copies of different parts must not
+ * touch the same memory where one writes it (submit refuses them, naming both). map_type may
+ * be 0; OMPBATCH_MAP_LITERAL or
  * OMPBATCH_MAP_PRIVATE mark a source that dies after submit returns (read during the call).
  * Arguments are checked here; the failing check names the copy by its index in the batch.
  * Nothing is read or written before submit, and the memory's kind is checked there.
@@ -324,9 +330,9 @@ OMPBATCH_API int ompbatch_batch_create(ompbatch_batch **out, int device_num, voi
  * Parameters:
  *   batch           an open batch: created or reset, not submitted since.
  *   dst             destination address; may be NULL when bytes is 0.
- *   dst_device_num  the batch's device number or the host's (OMPBATCH_HOST_DEVICE,
- *                   omp_get_initial_device(), or without an OpenMP runtime the CUDA device
- *                   count).
+ *   dst_device_num  the host's number (OMPBATCH_HOST_DEVICE, omp_get_initial_device(), or
+ *                   without an OpenMP runtime the CUDA device count), the batch's device
+ *                   number, or another CUDA device's (see above).
  *   src             source address; may be NULL when bytes is 0.
  *   src_device_num  as dst_device_num, for the source.
  *   bytes           bytes to copy; a zero-byte copy is counted (stats.copies_zero) and skipped.
@@ -338,8 +344,10 @@ OMPBATCH_API int ompbatch_batch_create(ompbatch_batch **out, int device_num, voi
  *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch, or map_type has a bit outside
  *                                  OMPBATCH_MAP_KNOWN_BITS;
  *   OMPBATCH_ERR_OVERFLOW          dst or src plus bytes wraps the address space;
- *   OMPBATCH_ERR_INVALID_DEVICE    a device number is not a device, or is a device other than
- *                                  the batch's;
+ *   OMPBATCH_ERR_INVALID_DEVICE    a device number is not a device, or a device other than the
+ *                                  batch's that is not a CUDA device (or the batch is not a
+ *                                  CUDA device's);
+ *   OMPBATCH_ERR_UNSUPPORTED       another GPU named in a batch on the caller's stream;
  *   OMPBATCH_ERR_NO_MEMORY         the batch cannot grow.
  * Threads: one thread at a time per batch.
  */

@@ -13,6 +13,7 @@
 #include "device.h"
 #include "error.h"
 #include "log.h"
+#include "multi.h"
 #include "nvtx.h"
 #include "omp_runtime.h"
 #include "plan.h"
@@ -47,6 +48,11 @@ struct ompbatch_batch {
     ompbatch_stats stats;
     int hook_mode;            /* ob_batch_set_hook_mode */
     const char *label;        /* names its NVTX ranges (ob_batch_set_label); NULL: "batch" */
+    int caller_stream;        /* created on the caller's stream, not the library's */
+    /* Copies naming other GPUs (multi.h): once one is added, until reset, every copy of the
+     * batch goes to `multi` instead of `added`. */
+    ob_multi *multi;
+    int multi_active;
     /* The copies the plan was built from: a submit of the very same copies (an iteration of a
      * solver refilling its batch) reuses the plan instead of building it again. */
     ob_copy_key *planned_keys;
@@ -170,6 +176,7 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *st
     batch->initial_device = omp->available ? omp->get_initial_device()
                                            : (driver->loaded ? driver->device_count : 0);
     batch->stream = chosen;
+    batch->caller_stream = stream != NULL;
     batch->options = opts;
     batch->exec.stream = chosen;
     batch->exec.driver = is_cuda(batch) ? ob_driver_get() : NULL;
@@ -273,6 +280,80 @@ static ob_copy_key *next_slot(ompbatch_batch *batch)
     return &batch->added[batch->count];
 }
 
+/* Whether device_num names a CUDA device other than a CUDA batch's own. */
+static int names_other_gpu(const ompbatch_batch *batch, int device_num)
+{
+    if (!is_cuda(batch) || usual_side(batch, device_num) >= 0)
+        return 0;
+    ob_device device;
+    return ob_device_resolve(device_num, "device_num", &device) == OMPBATCH_OK &&
+           device.kind == OB_DEVICE_CUDA && device.ordinal != batch->device.ordinal;
+}
+
+static int multi_side(const ompbatch_batch *batch, size_t index, const char *what,
+                      int device_num, ob_device *out)
+{
+    if (usual_side(batch, device_num) == OB_SIDE_HOST) {
+        *out = (ob_device){OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
+        return OMPBATCH_OK;
+    }
+    int status = ob_device_resolve(device_num, what, out);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "copy %zu: ", index);
+    if (out->kind != OB_DEVICE_CUDA && out->kind != OB_DEVICE_HOST)
+        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
+                       "copy %zu: %s %d is not a CUDA device; a batch of device %d copies "
+                       "between the host and CUDA devices only",
+                       index, what, device_num, batch->device.number);
+    return OMPBATCH_OK;
+}
+
+/* A copy naming another GPU: from now until reset the batch's copies go to its multi-device
+ * state (multi.h), the ones added so far first. */
+static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_device_num,
+                     const void *src, int src_device_num, size_t bytes, uint64_t map_type)
+{
+    int status;
+    ob_multi_copy copy = {(uintptr_t)dst, (uintptr_t)src, bytes, map_type, {0}, {0}};
+    if ((status = multi_side(batch, index, "dst_device_num", dst_device_num,
+                             &copy.dst_device)) != OMPBATCH_OK ||
+        (status = multi_side(batch, index, "src_device_num", src_device_num,
+                             &copy.src_device)) != OMPBATCH_OK)
+        return status;
+    if (!batch->multi_active) {
+        if (batch->caller_stream)
+            return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
+                           "copy %zu: it names another GPU than the batch's device %d; a batch "
+                           "on the caller's stream copies on its device only (create the batch "
+                           "with stream NULL for copies across GPUs)",
+                           index, batch->device.number);
+        if (batch->multi == NULL &&
+            (status = ob_multi_create(&batch->multi, &batch->device, &batch->options)) !=
+                OMPBATCH_OK)
+            return status;
+        ob_device host = {OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
+        for (size_t k = 0; k < batch->count && status == OMPBATCH_OK; k++) {
+            const ob_copy_key *key = &batch->added[k];
+            ob_multi_copy earlier = {key->dst, key->src, key->bytes, key->map_type,
+                                     key->dst_side == OB_SIDE_DEVICE ? batch->device : host,
+                                     key->src_side == OB_SIDE_DEVICE ? batch->device : host};
+            status = ob_multi_add(batch->multi, &earlier);
+        }
+        if (status != OMPBATCH_OK) {
+            (void)ob_multi_reset(batch->multi);
+            return status;
+        }
+        batch->count = 0;
+        batch->multi_active = 1;
+    }
+    return ob_multi_add(batch->multi, &copy);
+}
+
+int ob_batch_device_number(const ompbatch_batch *batch)
+{
+    return batch->device.number;
+}
+
 /* Every check of an add, with its message; the fast path below sends anything unusual here. */
 static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
                        int src_device_num, size_t bytes, uint64_t map_type)
@@ -284,13 +365,17 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
-    size_t index = batch->count;
+    size_t index = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
     ob_side dst_side, src_side;
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK)
         return status;
     if (bytes > 0 && ((status = check_pointer(index, "dst", dst, bytes)) != OMPBATCH_OK ||
                       (status = check_pointer(index, "src", src, bytes)) != OMPBATCH_OK))
         return status;
+    if (batch->multi_active || names_other_gpu(batch, dst_device_num) ||
+        names_other_gpu(batch, src_device_num))
+        return add_multi(batch, index, dst, dst_device_num, src, src_device_num, bytes,
+                         map_type);
     if ((status = resolve_side(batch, index, "dst_device_num", dst_device_num, &dst_side)) !=
             OMPBATCH_OK ||
         (status = resolve_side(batch, index, "src_device_num", src_device_num, &src_side)) !=
@@ -312,7 +397,8 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
      * known bits, the usual device numbers -- is stored here without a call; anything else
      * goes through every check in add_checked, which also words the error. */
     if (batch != NULL && batch->magic == OB_BATCH_ALIVE && batch->state == BATCH_OPEN &&
-        batch->count < batch->added_capacity && dst != NULL && src != NULL &&
+        !batch->multi_active && batch->count < batch->added_capacity && dst != NULL &&
+        src != NULL &&
         (map_type & ~(uint64_t)OMPBATCH_MAP_KNOWN_BITS) == 0 &&
         (uintptr_t)dst + bytes >= (uintptr_t)dst && (uintptr_t)src + bytes >= (uintptr_t)src) {
         int dst_side = usual_side(batch, dst_device_num);
@@ -574,10 +660,15 @@ int ompbatch_batch_submit(ompbatch_batch *batch)
     int ranged = ob_nvtx_active();
     if (ranged)
         push_range(batch);
-    status = with_context(batch, plan_and_run);
+    if (batch->multi_active) {
+        status = ob_multi_submit(batch->multi);
+        ob_multi_stats(batch->multi, &batch->stats);
+    } else {
+        status = with_context(batch, plan_and_run);
+        update_stats(batch);
+    }
     if (ranged)
         ob_nvtx_pop();
-    update_stats(batch);
     return status;
 }
 
@@ -591,6 +682,8 @@ int ompbatch_batch_wait(ompbatch_batch *batch)
     int checked = check_batch(batch);
     if (checked != OMPBATCH_OK)
         return checked;
+    if (batch->multi_active)
+        return ob_multi_wait(batch->multi);
     if (!ob_exec_pending(&batch->exec))
         return OMPBATCH_OK;
     return with_context(batch, wait_exec);
@@ -602,6 +695,11 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     if (checked != OMPBATCH_OK)
         return checked;
     int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
+    if (batch->multi_active) {
+        int waited = ob_multi_reset(batch->multi);
+        status = status != OMPBATCH_OK ? status : waited;
+        batch->multi_active = 0;
+    }
     batch->count = 0;
     batch->state = BATCH_OPEN;
     batch->exec.done = 0;
@@ -626,7 +724,7 @@ int ompbatch_batch_forget_memory(ompbatch_batch *batch)
                        batch->count);
     ob_mem_cache_clear(&batch->cache);
     batch->plan_reusable = 0;
-    return OMPBATCH_OK;
+    return batch->multi != NULL ? ob_multi_forget_memory(batch->multi) : OMPBATCH_OK;
 }
 
 void ob_batch_set_hook_mode(ompbatch_batch *batch)
@@ -682,6 +780,8 @@ int ob_batch_destroy(ompbatch_batch *batch)
     status = ob_exec_pending(&batch->exec) || batch->exec.kept_table_bytes > 0
                  ? with_context(batch, wait_and_drop_kept)
                  : OMPBATCH_OK;
+    int parts = ob_multi_destroy(batch->multi);
+    status = status != OMPBATCH_OK ? status : parts;
     ob_plan_free(&batch->plan);
     free(batch->planned_keys);
     free(batch->added);
@@ -708,7 +808,7 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
     /* A newer, larger struct gets zeros in the fields this library does not know. */
     /* Copies added count as soon as they are added; the rest describes the last submit. */
     ompbatch_stats current = batch->stats;
-    current.copies_added = batch->count;
+    current.copies_added = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
     size_t size = stats->struct_size;
     size_t known = size < sizeof(*stats) ? size : sizeof(*stats);
     memcpy(stats, &current, known);
@@ -724,6 +824,15 @@ int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_
         return checked;
     if (buf == NULL && size > 0)
         return ob_fail(OMPBATCH_ERR_NULL_POINTER, "buf is NULL but size is %zu", size);
+    if (batch->multi_active) {
+        int n = snprintf(buf, size, "multi-device batch of device %d: %zu copies, split at "
+                                    "submit by the device that runs each (plans per device are "
+                                    "not described)\n",
+                         batch->device.number, ob_multi_count(batch->multi));
+        if (needed != NULL)
+            *needed = n > 0 ? (size_t)n : 0;
+        return OMPBATCH_OK;
+    }
     if (batch->state == BATCH_OPEN) {
         batch->plan_reusable = 0; /* the plan is rebuilt from the copies added so far */
         int status = with_context(batch, build_plan);

@@ -50,6 +50,10 @@
     X(cuMemAllocHost, cuMemAllocHost, 3020, OPTIONAL)                                          \
     X(cuMemFreeHost, cuMemFreeHost, 2000, OPTIONAL)                                            \
     X(cuMemAllocManaged, cuMemAllocManaged, 6000, OPTIONAL)                                    \
-    X(cuMemsetD8, cuMemsetD8, 3020, OPTIONAL)
+    X(cuMemsetD8, cuMemsetD8, 3020, OPTIONAL)                                                  \
+    /* Copies between two GPUs of one batch (plugin/multi.c): peer access where the hardware  \
+     * allows it; without, the driver stages such copies through the host itself. */          \
+    X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 4000, OPTIONAL)                            \
+    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, OPTIONAL)
 
 #endif /* OMPBATCH_PLUGIN_DRIVER_API_H */

@@ -16,12 +16,20 @@
 extern "C" {
 #include "plugin/config.h"
 #include "plugin/cost.h"
+#include "plugin/multi.h"
 #include "plugin/resources.h"
 }
 
 namespace {
 
 constexpr int kDevices = 8;
+
+unsigned long long pending()
+{
+    fake_cuda_stats s;
+    fake().get_stats(&s);
+    return s.pending_copies;
+}
 
 class MultiDevice : public FakeDriver {
 protected:
@@ -209,6 +217,290 @@ TEST_F(MultiDevice, AnotherDevicesMemoryIsRefused)
         ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
         ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
         EXPECT_EQ(0, std::memcmp(mine.ptr, pinned.ptr, 4096));
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// One batch of device 0 whose copies span all eight devices: host -> device d, device d ->
+// host and device a -> device b between GPUs, in random order with random sizes; every byte
+// lands, the poison between pieces stays, and a refill reuses the parts.
+TEST_F(MultiDevice, OneBatchSpansEveryDevice)
+{
+    const size_t per_device = 24, slot = 8192, span = per_device * slot;
+    std::vector<Buffer *> dev, peer_dst;
+    for (int d = 0; d < kDevices; d++) {
+        dev.push_back(new Buffer(DEVICE, 2 * span, d));
+        peer_dst.push_back(new Buffer(DEVICE, span, d));
+    }
+    Buffer up(PAGEABLE, kDevices * span), up_pinned(PINNED, kDevices * span);
+    Buffer down(PAGEABLE, kDevices * span);
+    ompbatch_batch_options o;
+    std::memset(&o, 0, sizeof(o));
+    o.struct_size = sizeof(o);
+    o.strategy = OMPBATCH_STRATEGY_AUTO;
+    Batch batch(0, nullptr, &o);
+    for (int round = 0; round < 3; round++) {
+        Pieces p(per_device, 77 + round);
+        up.fill(100 + round);
+        up_pinned.fill(200 + round);
+        // Device d's second half gets data the GPU-to-GPU copies then carry to device d+3.
+        for (int d = 0; d < kDevices; d++) {
+            Buffer seed(PINNED, span);
+            seed.fill(300 + 10 * round + d);
+            Batch own(d);
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(own.b, dev[d]->ptr + span, d, seed.ptr,
+                                                      OMPBATCH_HOST_DEVICE, span, 0));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(own.b));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(own.b));
+            std::memset(peer_dst[d]->ptr, 0xA5, span);
+        }
+        std::memset(down.ptr, 0xA5, down.bytes);
+        for (int d = 0; d < kDevices; d++)
+            std::memset(dev[d]->ptr, 0xA5, span);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        // Phase 1 in one batch: host -> every device (pageable and pinned sources alternate),
+        // device d's second half -> device (d + 3) % 8 between GPUs.
+        for (size_t i = 0; i < per_device; i++)
+            for (int d = 0; d < kDevices; d++) {
+                size_t at = d * span + p.offsets[i];
+                const Buffer &src = i % 2 ? up_pinned : up;
+                ASSERT_EQ(OMPBATCH_OK,
+                          ompbatch_batch_add(batch.b, dev[d]->ptr + p.offsets[i], d,
+                                             src.ptr + at, OMPBATCH_HOST_DEVICE, p.sizes[i], 0))
+                    << ompbatch_last_error();
+                int to = (d + 3) % kDevices;
+                ASSERT_EQ(OMPBATCH_OK,
+                          ompbatch_batch_add(batch.b, peer_dst[to]->ptr + p.offsets[i], to,
+                                             dev[d]->ptr + span + p.offsets[i], d, p.sizes[i],
+                                             0))
+                    << ompbatch_last_error();
+            }
+        ompbatch_stats s = batch.stats();
+        EXPECT_EQ(2 * per_device * kDevices, s.copies_added);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+        s = batch.stats();
+        EXPECT_EQ(2 * per_device * kDevices, s.copies_added);
+        EXPECT_EQ(2 * per_device * kDevices, s.copies_planned) << "pieces apart never merge";
+        EXPECT_EQ(s.copies_planned, s.copies_done);
+        EXPECT_GE(s.driver_calls, per_device * kDevices) << "the peer copies are one call each";
+        // Phase 2: every device back to the host, in one batch.
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        for (int d = kDevices - 1; d >= 0; d--)
+            for (size_t i = 0; i < per_device; i++)
+                ASSERT_EQ(OMPBATCH_OK,
+                          ompbatch_batch_add(batch.b, down.ptr + d * span + p.offsets[i],
+                                             OMPBATCH_HOST_DEVICE, dev[d]->ptr + p.offsets[i], d,
+                                             p.sizes[i], 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+        for (int d = 0; d < kDevices; d++) {
+            int to = (d + 3) % kDevices;
+            size_t next = 0;
+            for (size_t i = 0; i < per_device; i++) {
+                size_t at = d * span + p.offsets[i];
+                const Buffer &src = i % 2 ? up_pinned : up;
+                for (size_t k = next; k < p.offsets[i]; k++) {
+                    ASSERT_EQ(0xA5, down.ptr[d * span + k]) << "device " << d << " byte " << k;
+                    ASSERT_EQ(0xA5, peer_dst[to]->ptr[k]) << "device " << to << " byte " << k;
+                }
+                ASSERT_EQ(0, std::memcmp(down.ptr + at, src.ptr + at, p.sizes[i]))
+                    << "round " << round << ", device " << d << ", piece " << i;
+                ASSERT_EQ(0, std::memcmp(peer_dst[to]->ptr + p.offsets[i],
+                                         dev[d]->ptr + span + p.offsets[i], p.sizes[i]))
+                    << "round " << round << ", device " << d << " -> " << to << ", piece " << i;
+                next = p.offsets[i] + p.sizes[i];
+            }
+        }
+    }
+    fake_cuda_stats f;
+    fake().get_stats(&f);
+    EXPECT_GE(f.peer_enables, (unsigned long long)kDevices) << "peer access was never enabled";
+    for (int d = 0; d < kDevices; d++) {
+        delete dev[d];
+        delete peer_dst[d];
+    }
+}
+
+// Copies of different devices' parts that touch the same memory, one writing, are refused
+// (their order could not be kept), naming both; reads of the same memory are fine.
+TEST_F(MultiDevice, OverlapAcrossDevicesIsRefused)
+{
+    Buffer host(PINNED, 8192), d1(DEVICE, 8192, 1), d2(DEVICE, 8192, 2);
+    host.fill(5);
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, host.ptr, OMPBATCH_HOST_DEVICE,
+                                              4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, host.ptr + 1024,
+                                              OMPBATCH_HOST_DEVICE, 4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << "two reads conflict: "
+                                                            << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(d2.ptr, host.ptr + 1024, 4096));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, host.ptr, OMPBATCH_HOST_DEVICE,
+                                              4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, host.ptr + 4000, OMPBATCH_HOST_DEVICE,
+                                              d2.ptr, 2, 64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copies 0 and 1 run on different devices' streams"))
+        << ompbatch_last_error();
+    EXPECT_EQ(0u, pending()) << "a refused batch left copies running";
+}
+
+// A copy between GPUs must name the devices that hold its memory.
+TEST_F(MultiDevice, APeerCopyNamingTheWrongDeviceIsRefused)
+{
+    Buffer d1(DEVICE, 4096, 1), d2(DEVICE, 4096, 2), d3(DEVICE, 4096, 3);
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, d1.ptr, 1, 512, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d3.ptr, 2, d1.ptr + 1024, 1, 512, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 1: dst")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("not device memory of device 2")) << ompbatch_last_error();
+    EXPECT_EQ(0u, pending());
+}
+
+// A failure in one device's part names the caller's copy, and the parts already running are
+// waited for before the error returns; the batch works again after a reset.
+TEST_F(MultiDevice, APartsFailureNamesTheCallersCopy)
+{
+    Buffer host(PINNED, 65536), d4(DEVICE, 65536, 4), d5(DEVICE, 65536, 5);
+    Buffer wrong(DEVICE, 4096, 6);
+    host.fill(9);
+    Batch batch(0);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d4.ptr + i * 8192, 4,
+                                                  host.ptr + i * 8192, OMPBATCH_HOST_DEVICE, 4096,
+                                                  0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d5.ptr, 5, host.ptr + 40000,
+                                              OMPBATCH_HOST_DEVICE, 64, 0));
+    // Copy 5: device 6's memory named as device 5's: device 5's part refuses it (its copy 1).
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, wrong.ptr, 5, host.ptr + 50000,
+                                              OMPBATCH_HOST_DEVICE, 64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 5 (in device 5's part)")) << ompbatch_last_error();
+    EXPECT_EQ(0u, pending()) << "device 4's part was not waited for";
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d5.ptr + 8192, 5, host.ptr,
+                                              OMPBATCH_HOST_DEVICE, 8192, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(d5.ptr + 8192, host.ptr, 8192));
+}
+
+// A peer copy the driver fails is reported with its index and both devices; nothing stays
+// pending; the next submit works.
+TEST_F(MultiDevice, AFailedPeerCopyIsReported)
+{
+    Buffer d1(DEVICE, 4096, 1), d2(DEVICE, 4096, 2), seed(PINNED, 4096);
+    seed.fill(3);
+    {
+        Batch own(1);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(own.b, d1.ptr, 1, seed.ptr,
+                                                  OMPBATCH_HOST_DEVICE, 4096, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(own.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(own.b));
+    }
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, d1.ptr, 1, 1024, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr + 2048, 2, d1.ptr + 2048, 1, 1024,
+                                              0));
+    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 2, CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 1 (device 1 to device 2): cuMemcpyAsync failed"))
+        << ompbatch_last_error();
+    fake().clear_injections();
+    EXPECT_EQ(0u, pending());
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, d1.ptr, 1, 4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(d2.ptr, seed.ptr, 4096));
+}
+
+// A batch on the caller's stream takes no copy of another GPU; its own copies still work.
+TEST_F(MultiDevice, ACallersStreamBatchStaysOnItsDevice)
+{
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    CUstream stream = nullptr;
+    ASSERT_EQ(CUDA_SUCCESS, d->fn.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    {
+        Buffer host(PINNED, 4096), d0(DEVICE, 4096, 0), d1(DEVICE, 4096, 1);
+        Batch batch(0, stream);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr, 0, host.ptr,
+                                                  OMPBATCH_HOST_DEVICE, 64, 0));
+        EXPECT_EQ(OMPBATCH_ERR_UNSUPPORTED, ompbatch_batch_add(batch.b, d1.ptr, 1, host.ptr,
+                                                              OMPBATCH_HOST_DEVICE, 64, 0));
+        EXPECT_TRUE(message_has("copy 1: it names another GPU")) << ompbatch_last_error();
+        EXPECT_EQ(1u, batch.stats().copies_added);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(stream));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
+// Without peer access the copies between GPUs still arrive (the driver stages them).
+TEST_F(MultiDevice, WithoutPeerAccessCopiesStillArrive)
+{
+    setenv("FAKE_CUDA_NO_PEER_ACCESS", "1", 1);
+    load();
+    ob_multi_forget_peers_for_testing();
+    Buffer d1(DEVICE, 4096, 1), d7(DEVICE, 4096, 7), seed(PINNED, 4096);
+    seed.fill(11);
+    Batch batch(1);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, seed.ptr, OMPBATCH_HOST_DEVICE,
+                                              4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d7.ptr, 7, d1.ptr, 1, 4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(0, std::memcmp(d7.ptr, seed.ptr, 4096));
+    fake_cuda_stats f;
+    fake().get_stats(&f);
+    EXPECT_EQ(0u, f.peer_enables);
+    unsetenv("FAKE_CUDA_NO_PEER_ACCESS");
+}
+
+}  // namespace
+
+namespace {
+
+// A driver that fails the peer-access calls still copies between GPUs (it would stage them):
+// the failure is logged, not returned.
+TEST_F(MultiDevice, FailingPeerAccessCallsAreRoutedAround)
+{
+    for (const char *entry : {"cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess"}) {
+        load();
+        ob_multi_forget_peers_for_testing();
+        Buffer d2(DEVICE, 4096, 2), d6(DEVICE, 4096, 6), seed(PINNED, 4096);
+        seed.fill(entry[2]);
+        Batch batch(2);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, seed.ptr,
+                                                  OMPBATCH_HOST_DEVICE, 4096, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        ASSERT_EQ(0, fake().inject_failure(entry, 1, CUDA_ERROR_UNKNOWN));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d6.ptr, 6, d2.ptr, 2, 4096, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << entry << ": "
+                                                                << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        EXPECT_EQ(1, fake().call_count(entry)) << entry;
+        EXPECT_EQ(0, std::memcmp(d6.ptr, seed.ptr, 4096)) << entry;
+        fake_cuda_stats f;
+        fake().get_stats(&f);
+        EXPECT_EQ(0u, f.peer_enables) << entry;
+        fake().clear_injections();
     }
 }
 

@@ -120,6 +120,7 @@ struct CUstream_st {
 struct CUctx_st {
     int ordinal;
     int refcount;
+    bool peer[FAKE_CUDA_MAX_DEVICES]; /* cuCtxEnablePeerAccess made this context reach them */
     /* NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD all map here; the fake does not model
      * per-thread default streams separately. */
     struct CUstream_st legacy;
@@ -133,6 +134,7 @@ struct config {
     CUresult unavailable_result;
     bool any_reads_early;
     bool log;
+    bool no_peer_access;
 };
 
 struct injection {
@@ -205,6 +207,7 @@ static void load_config(void)
         (CUresult)env_long("FAKE_CUDA_UNAVAILABLE_RESULT", CUDA_ERROR_NOT_FOUND, 0, 999);
     g.cfg.any_reads_early = env_long("FAKE_CUDA_ANY_READS_EARLY", 0, 0, 1) != 0;
     g.cfg.log = env_long("FAKE_CUDA_LOG", 0, 0, 1) != 0;
+    g.cfg.no_peer_access = env_long("FAKE_CUDA_NO_PEER_ACCESS", 0, 0, 1) != 0;
 }
 
 static void init_once(void)
@@ -864,6 +867,51 @@ static CUresult CUDAAPI fake_cuDevicePrimaryCtxRelease(CUdevice dev)
         r = fail(CUDA_ERROR_INVALID_CONTEXT, "primary context of device %d is not retained", dev);
     } else if (--g.ctx[dev].refcount == 0) {
         context_destroy_resources(&g.ctx[dev]);
+        memset(g.ctx[dev].peer, 0, sizeof(g.ctx[dev].peer));
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* Every pair of distinct devices can reach each other unless FAKE_CUDA_NO_PEER_ACCESS is set. */
+static CUresult CUDAAPI fake_cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    CUresult r;
+    if (begin_call(FAKE_EP_cuDeviceCanAccessPeer, &r) || (r = require_init()) != CUDA_SUCCESS ||
+        (r = require_device(dev)) != CUDA_SUCCESS || (r = require_device(peer)) != CUDA_SUCCESS)
+        goto out;
+    if (can == NULL)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "canAccessPeer is NULL");
+    else
+        *can = dev != peer && !g.cfg.no_peer_access;
+out:
+    unlock();
+    return r;
+}
+
+static struct CUctx_st *known_context(CUcontext ctx);
+
+static CUresult CUDAAPI fake_cuCtxEnablePeerAccess(CUcontext peer_ctx, unsigned int flags)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL, *peer = NULL;
+    if (begin_call(FAKE_EP_cuCtxEnablePeerAccess, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    if (flags != 0)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "flags %u must be 0", flags);
+    else if ((peer = known_context(peer_ctx)) == NULL || peer->refcount == 0)
+        r = fail(CUDA_ERROR_INVALID_CONTEXT, "peer context %p is not a live context",
+                 (void *)peer_ctx);
+    else if (peer == ctx || g.cfg.no_peer_access)
+        r = fail(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "device %d cannot reach device %d",
+                 ctx->ordinal, peer->ordinal);
+    else if (ctx->peer[peer->ordinal])
+        r = fail(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "device %d already reaches device %d",
+                 ctx->ordinal, peer->ordinal);
+    else {
+        ctx->peer[peer->ordinal] = true;
+        g.stats.peer_enables++;
     }
 out:
     unlock();

@@ -54,6 +54,7 @@
  *   FAKE_CUDA_ANY_READS_EARLY      1: sources of CU_MEMCPY_SRC_ACCESS_ORDER_ANY copies are read
  *                                  during the call instead of at execution (0)
  *   FAKE_CUDA_LOG                  1: print every failure the fake returns to stderr (0)
+ *   FAKE_CUDA_NO_PEER_ACCESS       1: no two devices can reach each other (0: all pairs can)
  * A value that does not parse or is out of range aborts the process with a message.
  */
 #ifndef OMPBATCH_TESTS_FAKE_CUDA_CONTROL_H
@@ -95,6 +96,7 @@ struct fake_cuda_stats {
     /* Streams and allocations destroyed because their primary context's last reference was
      * released while they were alive. */
     unsigned long long resources_reclaimed;
+    unsigned long long peer_enables; /* cuCtxEnablePeerAccess calls that enabled a pair */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
     unsigned long long live_allocations;
