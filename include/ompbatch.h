@@ -221,15 +221,17 @@ OMPBATCH_API int ompbatch_get_driver_info(ompbatch_driver_info *info);
  *   dst_device_num  OpenMP device number of every destination: a CUDA device, an OpenMP
  *                   host-offload device or the host (OMPBATCH_HOST_DEVICE or
  *                   omp_get_initial_device()).
- *   src_device_num  the same for every source. At most one device other than the host: two
- *                   different devices are refused.
+ *   src_device_num  the same for every source. Two different devices must both be CUDA
+ *                   devices: the copies then go GPU to GPU on the source's library stream, one
+ *                   cuMemcpyAsync each in index order (see ompbatch_batch_add).
  * Returns: OMPBATCH_OK when every copy is complete, or
  *   OMPBATCH_ERR_NULL_POINTER      dst, src or length is NULL with count > 0, or a pointer of
  *                                  a copy with a length is NULL ("copy 3: dst is NULL");
  *   OMPBATCH_ERR_OVERFLOW          a pointer plus its offset, or plus its length, wraps;
  *   OMPBATCH_ERR_INVALID_DEVICE    a device number is not a device (the message lists the
  *                                  host's numbers and the CUDA device count);
- *   OMPBATCH_ERR_UNSUPPORTED       the two device numbers name two different devices;
+ *   OMPBATCH_ERR_UNSUPPORTED       the two device numbers name two different devices, not
+ *                                  both CUDA devices;
  *   OMPBATCH_ERR_INVALID_ARGUMENT  a copy's source and destination overlap, or its memory is
  *                                  not what its device number says (the checks of
  *                                  ompbatch_batch_submit);

@@ -15,10 +15,17 @@ static int batch_device(int dst_device_num, int src_device_num, int *out)
     if (status != OMPBATCH_OK)
         return status;
     if (dst.kind != OB_DEVICE_HOST && src.kind != OB_DEVICE_HOST &&
-        dst_device_num != src_device_num)
-        return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
-                       "copies between two devices (%d and %d) are not supported", dst_device_num,
-                       src_device_num);
+        dst_device_num != src_device_num) {
+        /* Between two GPUs: a batch of the source's, whose copies go as peer copies on its
+         * stream in index order (multi.h). */
+        if (dst.kind != OB_DEVICE_CUDA || src.kind != OB_DEVICE_CUDA)
+            return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
+                           "copies between two devices (%d and %d) are supported between CUDA "
+                           "devices only",
+                           dst_device_num, src_device_num);
+        *out = src_device_num;
+        return OMPBATCH_OK;
+    }
     *out = dst.kind != OB_DEVICE_HOST ? dst_device_num : src_device_num;
     return OMPBATCH_OK;
 }

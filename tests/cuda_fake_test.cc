@@ -126,15 +126,36 @@ TEST_F(FakeDriver, AFailedContextPopIsReported)
     ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
 }
 
-TEST_F(FakeDriver, OneShotCopiesBetweenTwoDevicesAreNotSupportedYet)
+// Between two GPUs the one-shot call copies in index order: a later copy over an earlier one's
+// destination wins, and one reading it sees the earlier copy's bytes.
+TEST_F(FakeDriver, OneShotCopiesBetweenTwoDevices)
 {
-    Buffer a(DEVICE, 4096, 0), b(DEVICE, 4096, 1);
-    void *dst[] = {b.ptr};
-    const void *src[] = {a.ptr};
-    size_t len[] = {64};
-    EXPECT_EQ(OMPBATCH_ERR_UNSUPPORTED,
-              ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 1, 1, 0));
-    EXPECT_TRUE(message_has("between two devices (1 and 0)")) << ompbatch_last_error();
+    Buffer a(DEVICE, 4096, 0), b(DEVICE, 4096, 1), seed(PINNED, 4096), back(PINNED, 4096);
+    seed.fill(31);
+    void *up[] = {a.ptr};
+    const void *from_host[] = {seed.ptr};
+    size_t whole[] = {4096};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(up, from_host, whole, nullptr, nullptr,
+                                                        1, 0, OMPBATCH_HOST_DEVICE));
+    // Copy 2 writes over part of copy 0's destination: it must land after it.
+    void *dst[] = {b.ptr, b.ptr + 2100, b.ptr + 500};
+    const void *src[] = {a.ptr, a.ptr + 3000, a.ptr + 1000};
+    size_t len[] = {1000, 50, 700};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 3, 1, 0))
+        << ompbatch_last_error();
+    void *down[] = {back.ptr};
+    const void *from_b[] = {b.ptr};
+    std::memset(back.ptr, 0xA5, 4096);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(down, from_b, whole, nullptr, nullptr, 1,
+                                                        OMPBATCH_HOST_DEVICE, 1));
+    std::vector<unsigned char> want(4096, 0xA5);  // the fake's fresh device memory
+    std::memcpy(want.data(), seed.ptr, 1000);
+    std::memcpy(want.data() + 2100, seed.ptr + 3000, 50);
+    std::memcpy(want.data() + 500, seed.ptr + 1000, 700);
+    EXPECT_EQ(0, std::memcmp(back.ptr, want.data(), 4096));
+    // A host-offload or other non-CUDA device on one side is still refused.
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 1, 1, 7));
 }
 
 TEST_F(FakeDriver, OneShotWithinOneDeviceAndFromIt)
