@@ -65,6 +65,11 @@ std::string device_round_trips(int device)
     const size_t count = 48, span = count * 8192;
     const int strategies[] = {OMPBATCH_STRATEGY_STAGED, OMPBATCH_STRATEGY_DIRECT,
                               OMPBATCH_STRATEGY_AUTO};
+    // Allocated once: a batch remembers what its addresses are, and memory freed and allocated
+    // again between its submits needs ompbatch_batch_forget_memory (the threads' allocations
+    // interleave, so a new buffer need not land where the old one was).
+    Buffer pageable(PAGEABLE, span), pinned(PINNED, span), dev(DEVICE, 2 * span, device);
+    Buffer back_pageable(PAGEABLE, span), back_pinned(PINNED, span);
     for (int strategy : strategies) {
         ompbatch_batch_options o;
         std::memset(&o, 0, sizeof(o));
@@ -76,8 +81,8 @@ std::string device_round_trips(int device)
         for (int round = 0; round < 3; round++) {
             uint64_t salt = 1000u * (unsigned)device + 10u * (unsigned)strategy + (unsigned)round;
             Pieces p(count, salt);
-            Buffer pageable(PAGEABLE, span), pinned(PINNED, span), dev(DEVICE, 2 * span, device);
-            Buffer back_pageable(PAGEABLE, span), back_pinned(PINNED, span);
+            std::memset(back_pageable.ptr, 0xA5, span);
+            std::memset(back_pinned.ptr, 0xA5, span);
             pageable.fill(salt);
             pinned.fill(salt + 7);
             for (int lane = 0; lane < 2; lane++) {
