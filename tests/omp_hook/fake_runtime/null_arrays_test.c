@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fake_check.h"
 #include "ompbatch.h"
 
 typedef void data_fn(void *, int64_t, int32_t, void **, void **, int64_t *, int64_t *, void **,
@@ -24,16 +25,6 @@ extern int fake_rt_calls, fake_rt_last_kind;
 extern int32_t fake_rt_last_count;
 extern void *fake_rt_last_arrays[4];
 
-static int failed;
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            failed++;                                                                           \
-            fprintf(stderr, "FAIL line %d: ", __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
-    } while (0)
 
 static const struct entry {
     const char *name;

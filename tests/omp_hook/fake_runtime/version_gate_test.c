@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_check.h"
 #include "ompbatch.h"
 
 void __tgt_target_data_begin_mapper(void *, int64_t, int32_t, void **, void **, int64_t *,
@@ -26,16 +27,6 @@ extern int32_t fake_rt_last_count;
 extern int64_t fake_rt_last_types[8];
 extern void *fake_rt_last_begins[8];
 
-static int failed;
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            failed++;                                                                           \
-            fprintf(stderr, "FAIL line %d: ", __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
-    } while (0)
 
 int main(int argc, char **argv)
 {
