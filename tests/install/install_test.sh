@@ -68,15 +68,19 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 step "pkg-config"
 [ "$(pkg-config --modversion ompbatch)" = "$(sed -n 's/^Version: //p' "$prefix/lib/pkgconfig/ompbatch.pc")" ] ||
     failed "pkg-config --modversion"
-pkg-config --cflags ompbatch | grep -q -- "-I$prefix/include" || failed "pkg-config --cflags"
-pkg-config --static --libs ompbatch | grep -q -- "-ldl" || failed "pkg-config --static --libs lacks -ldl"
+grep -qF -- "-I$prefix/include" <<<"$(pkg-config --cflags ompbatch)" || failed "pkg-config --cflags"
+grep -qF -- "-ldl" <<<"$(pkg-config --static --libs ompbatch)" ||
+    failed "pkg-config --static --libs lacks -ldl"
 
 step "Make project: cc + pkg-config"
 cp -r "$work/src" "$work/make"
 if make -C "$work/make" consumer_make >"$work/make.log" 2>&1; then
     "$work/make/consumer_make" || failed "the Make consumer failed"
-    ldd "$work/make/consumer_make" | grep -q "libompbatch.so.0 => $prefix/lib/libompbatch.so.0" ||
-        failed "the Make consumer does not run with the installed libompbatch.so.0: $(ldd "$work/make/consumer_make" | grep ompbatch)"
+    # ldd's output is captured first: grep -q stops reading at its match, and under pipefail
+    # the writer's SIGPIPE would fail the check.
+    libs=$(ldd "$work/make/consumer_make")
+    grep -qF "libompbatch.so.0 => $prefix/lib/libompbatch.so.0" <<<"$libs" ||
+        failed "the Make consumer does not run with the installed libompbatch.so.0: $(grep ompbatch <<<"$libs")"
 else
     cat "$work/make.log" >&2
     failed "the Make project did not build"
@@ -96,10 +100,11 @@ if cmake_configure "$work/cmake" "$prefix" "${cmake_args[@]}" &&
     cmake --build "$work/cmake" >>"$work/cmake.log" 2>&1; then
     "$work/cmake/consumer_cmake" || failed "the CMake consumer (ompbatch::ompbatch) failed"
     "$work/cmake/consumer_cmake_static" || failed "the CMake consumer (ompbatch::ompbatch_static) failed"
-    ldd "$work/cmake/consumer_cmake" | grep -q "libompbatch.so.0 => $prefix/lib/libompbatch.so.0" ||
+    libs=$(ldd "$work/cmake/consumer_cmake")
+    grep -qF "libompbatch.so.0 => $prefix/lib/libompbatch.so.0" <<<"$libs" ||
         failed "the CMake consumer does not run with the installed libompbatch.so.0"
-    ldd "$work/cmake/consumer_cmake_static" | grep -q ompbatch &&
-        failed "the static CMake consumer still needs libompbatch.so"
+    libs=$(ldd "$work/cmake/consumer_cmake_static")
+    grep -q ompbatch <<<"$libs" && failed "the static CMake consumer still needs libompbatch.so"
     if [ $fortran = 1 ]; then
         "$work/cmake/consumer_cmake_fortran" || failed "the CMake Fortran consumer (ompbatch::fortran) failed"
     fi
