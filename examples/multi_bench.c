@@ -76,19 +76,33 @@ static int finish(device_data *d, way w)
     return ompbatch_batch_wait(w == WAY_DIRECT ? d->direct : d->automatic);
 }
 
-/* Poisons the device copy before a timed round; checks it after. */
-static int poison(device_data *d)
+/* Runs op(d, w) with device d's context current. */
+static int on_device(device_data *d, way w, int (*op)(device_data *, way))
 {
+    int status = ob_driver_push_context(d->ordinal);
+    if (status != OMPBATCH_OK)
+        return status;
+    status = op(d, w);
+    int popped = ob_driver_pop_context();
+    return status != OMPBATCH_OK ? status : popped;
+}
+
+/* Poisons the device copy before a timed round; checks it after. */
+static int poison(device_data *d, way w)
+{
+    (void)w;
     memset(d->check, 0x5A, count * stride);
     return ex_gpu_copy(&d->gpu, d->device, EX_DPTR(d->check), count * stride);
 }
 
-static int verify(device_data *d, const char *what)
+/* The caller names the way that failed. */
+static int verify(device_data *d, way w)
 {
+    (void)w;
     int status = ex_gpu_copy(&d->gpu, EX_DPTR(d->check), d->device, count * stride);
     for (size_t i = 0; i < count && status == OMPBATCH_OK; i++)
         if (memcmp(d->check + i * stride, d->host + i * stride, size) != 0) {
-            fprintf(stderr, PROGRAM ": %s: device %d piece %zu differs\n", what, d->ordinal, i);
+            fprintf(stderr, PROGRAM ": device %d piece %zu differs\n", d->ordinal, i);
             status = OMPBATCH_ERR_INVALID_ARGUMENT;
         }
     return status;
@@ -159,20 +173,10 @@ static int run_one_thread(device_data *devs, int n, way w, double *wall)
 {
     double t0 = ex_now_us();
     int status = OMPBATCH_OK;
-    for (int k = 0; k < n && status == OMPBATCH_OK; k++) {
-        if ((status = ob_driver_push_context(devs[k].ordinal)) != OMPBATCH_OK)
-            break;
-        status = enqueue(&devs[k], w);
-        int popped = ob_driver_pop_context();
-        status = status != OMPBATCH_OK ? status : popped;
-    }
-    for (int k = 0; k < n && status == OMPBATCH_OK; k++) {
-        if ((status = ob_driver_push_context(devs[k].ordinal)) != OMPBATCH_OK)
-            break;
-        status = finish(&devs[k], w);
-        int popped = ob_driver_pop_context();
-        status = status != OMPBATCH_OK ? status : popped;
-    }
+    for (int k = 0; k < n && status == OMPBATCH_OK; k++)
+        status = on_device(&devs[k], w, enqueue);
+    for (int k = 0; k < n && status == OMPBATCH_OK; k++)
+        status = on_device(&devs[k], w, finish);
     *wall = ex_now_us() - t0;
     return status;
 }
@@ -290,28 +294,20 @@ int main(int argc, char **argv)
             result *r = &results[nresults++];
             memset(r, 0, sizeof(*r));
             r->way = mode == 2 ? "one batch" : way_names[w];
-            r->mode = mode == 0 ? "thread per GPU" : mode == 1 ? "one thread" : "one thread";
+            r->mode = mode == 0 ? "thread per GPU" : "one thread";
             for (int round = -1; round < rounds && status == OMPBATCH_OK; round++) {
-                for (int k = 0; k < n && status == OMPBATCH_OK; k++) {
-                    if ((status = ob_driver_push_context(k)) == OMPBATCH_OK) {
-                        status = poison(&devs[k]);
-                        int popped = ob_driver_pop_context();
-                        status = status != OMPBATCH_OK ? status : popped;
-                    }
-                }
+                for (int k = 0; k < n && status == OMPBATCH_OK; k++)
+                    status = on_device(&devs[k], (way)w, poison);
                 double wall = 0;
                 if (status == OMPBATCH_OK)
                     status = mode == 0   ? run_threads(devs, n, (way)w, round < 0 ? 0 : round,
                                                        &wall)
                              : mode == 1 ? run_one_thread(devs, n, (way)w, &wall)
                                          : run_one_batch(all, devs, n, &wall);
-                for (int k = 0; k < n && status == OMPBATCH_OK; k++) {
-                    if ((status = ob_driver_push_context(k)) == OMPBATCH_OK) {
-                        status = verify(&devs[k], r->way);
-                        int popped = ob_driver_pop_context();
-                        status = status != OMPBATCH_OK ? status : popped;
-                    }
-                }
+                for (int k = 0; k < n && status == OMPBATCH_OK; k++)
+                    status = on_device(&devs[k], (way)w, verify);
+                if (status != OMPBATCH_OK)
+                    fprintf(stderr, PROGRAM ": %s issued by %s failed\n", r->way, r->mode);
                 if (round >= 0)
                     walls[round] = wall;
             }

@@ -143,9 +143,8 @@ static int check_conflicts(const ob_multi *m)
         const ob_multi_copy *c = &m->copies[i];
         if (c->bytes == 0)
             continue;
+        /* Multi-device batches are CUDA devices' (batch.c), so every copy has a GPU runner. */
         unsigned who = 2u * (unsigned)runner(m, c)->ordinal + (is_peer(c) ? 1u : 0u);
-        if (!is_gpu(runner(m, c)))
-            who = 0; /* a host batch: one part */
         spans[n++] = (span){c->dst, c->dst + c->bytes, who, 1, i};
         spans[n++] = (span){c->src, c->src + c->bytes, who, 0, i};
     }
