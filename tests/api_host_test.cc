@@ -528,6 +528,52 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
         }
     }
     EXPECT_EQ(1u, round(n, none)) << "another batch's refills change nothing here";
+    // A refill that matches the plan's copies for a while and then departs writes the copies
+    // matched so far out (they were only compared): when that allocation fails, the departing
+    // add fails cleanly, the matched copies stay, and a later add carries on.
+    {
+        Batch fresh;
+        auto fill_from = [&](size_t from, size_t to, size_t shift_from) -> int {
+            for (size_t i = from; i < to; i++) {
+                size_t at = i * 256 + (i >= shift_from ? 1 : 0);
+                int status = ompbatch_batch_add(fresh.b, &dst[at], H, &src[at], H, piece, 0);
+                if (status != OMPBATCH_OK)
+                    return status;
+            }
+            return OMPBATCH_OK;
+        };
+        ASSERT_EQ(OMPBATCH_OK, fill_from(0, n, n));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(fresh.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(fresh.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(fresh.b));
+        std::vector<unsigned char> fresh_bytes = random_bytes(src.size(), salt++);
+        std::copy(fresh_bytes.begin(), fresh_bytes.end(), src.begin());
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        const size_t depart = n / 2;
+        ASSERT_EQ(OMPBATCH_OK, fill_from(0, depart, n)) << "the same copies as planned";
+        ob_alloc_fail_after_for_testing(0);
+        EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY, fill_from(depart, depart + 1, depart));
+        ob_alloc_fail_after_for_testing(-1);
+        EXPECT_TRUE(message_has("cannot grow the batch")) << ompbatch_last_error();
+        EXPECT_EQ(depart, fresh.stats().copies_added);
+        ASSERT_EQ(OMPBATCH_OK, fill_from(depart, n, depart)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(fresh.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(fresh.b));
+        EXPECT_EQ(0u, fresh.stats().plan_reused);
+        EXPECT_EQ(n, fresh.stats().copies_done);
+        std::vector<unsigned char> expect(src.size(), 0xA5);
+        for (size_t i = 0; i < n; i++) {
+            size_t at = i * 256 + (i >= depart ? 1 : 0);
+            std::memcpy(&expect[at], &src[at], piece);
+        }
+        EXPECT_EQ(expect, dst);
+        // The next refill of those copies reuses the new plan.
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(fresh.b));
+        ASSERT_EQ(OMPBATCH_OK, fill_from(0, n, depart));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(fresh.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(fresh.b));
+        EXPECT_EQ(1u, fresh.stats().plan_reused);
+    }
 }
 
 // Every allocation of a host batch's life fails in turn: each run either completes with the

@@ -330,6 +330,57 @@ TEST_F(MultiDevice, OneBatchSpansEveryDevice)
     }
 }
 
+// A refill of a planned batch is only compared with the plan's copies as it comes; when it
+// then names another GPU, the copies compared so far must move to the multi-device part
+// whole, in their order, alongside the new one.
+TEST_F(MultiDevice, ARefillThatNamesAnotherGpuKeepsItsEarlierCopies)
+{
+    const size_t count = 40, slot = 8192, span = count * slot;
+    Pieces p(count, 91);
+    Buffer host(PAGEABLE, span + slot), d0(DEVICE, span, 0), d1(DEVICE, slot, 1);
+    Batch batch(0);
+    for (int round = 0; round < 3; round++) {
+        host.fill(400 + round);
+        std::memset(d0.ptr, 0xA5, span);
+        std::memset(d1.ptr, 0xA5, slot);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        for (size_t i = 0; i < count; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr + p.offsets[i], 0,
+                                                      host.ptr + p.offsets[i],
+                                                      OMPBATCH_HOST_DEVICE, p.sizes[i], 0))
+                << ompbatch_last_error();
+        // Rounds 0 and 1 stay on device 0 (round 1 reuses round 0's plan); round 2 also
+        // sends one piece to device 1.
+        if (round == 2) {
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr + 5, 1, host.ptr + span,
+                                                      OMPBATCH_HOST_DEVICE, 3000, 0))
+                << ompbatch_last_error();
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+        ompbatch_stats s = batch.stats();
+        EXPECT_EQ(count + (round == 2), s.copies_added) << "round " << round;
+        EXPECT_EQ(count + (round == 2), s.copies_done) << "round " << round;
+        if (round == 1) {
+            EXPECT_EQ(1u, s.plan_reused);
+        }
+        size_t next = 0;
+        for (size_t i = 0; i < count; i++) {
+            for (size_t k = next; k < p.offsets[i]; k++)
+                ASSERT_EQ(0xA5, d0.ptr[k]) << "round " << round << " byte " << k;
+            ASSERT_EQ(0, std::memcmp(d0.ptr + p.offsets[i], host.ptr + p.offsets[i],
+                                     p.sizes[i]))
+                << "round " << round << ", piece " << i;
+            next = p.offsets[i] + p.sizes[i];
+        }
+        if (round == 2) {
+            EXPECT_EQ(0xA5, d1.ptr[4]);
+            EXPECT_EQ(0, std::memcmp(d1.ptr + 5, host.ptr + span, 3000));
+            EXPECT_EQ(0xA5, d1.ptr[3005]);
+        }
+    }
+}
+
 // Copies of different devices' parts that touch the same memory, one writing, are refused
 // (their order could not be kept), naming both; reads of the same memory are fine.
 TEST_F(MultiDevice, OverlapAcrossDevicesIsRefused)
