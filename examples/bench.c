@@ -12,8 +12,9 @@
  * A library way is ompbatch_batch_add for every piece, ompbatch_batch_submit and
  * ompbatch_batch_wait; each strategy has its own batch, created once per cell and reset between
  * runs, outside the timing. Each figure is the median wall-clock time (CLOCK_MONOTONIC) of the
- * timed runs after warm-ups; every timed round runs all five ways in a random order (fixed
- * seed), so that drift and whichever way ran just before affect every way alike. Pieces lie
+ * timed runs after warm-ups; every timed round runs all five ways, in orders that give every
+ * way every other way as its predecessor equally often (see round_order), so that drift and
+ * whatever a way leaves behind affect every way alike. Pieces lie
  * `size + 64` bytes apart (rounded up to 64) on both sides, so the library cannot merge any two
  * of them; the device side of a cell is one cuMemAlloc. After the timed runs, for every way in
  * turn, the destination is poisoned, the way runs once more and every byte is checked, gaps
@@ -48,8 +49,10 @@
  * largest"); any cell whose warm-up shows that its rounds would take longer than CELL_BUDGET_US
  * is trimmed to fit, down to MIN_REPEATS. */
 #define BIG_CELL_BYTES ((size_t)64 << 20)
-#define BIG_CELL_REPEATS 5
-#define MIN_REPEATS 5
+#define BIG_CELL_REPEATS 8
+#define MIN_REPEATS 8
+/* Rounds come in whole cycles of round_order: N_WAYS - 1 rounds. */
+#define ORDER_CYCLE (N_WAYS - 1)
 #define CELL_BUDGET_US 1.5e6
 #define SMALL_CELL_FACTOR 5
 #define SMALL_CELL_BUDGET_US 1.0e6
@@ -153,6 +156,10 @@ typedef struct cell {
     double min_us[N_WAYS];
     double phase_us[N_WAYS][N_PHASES]; /* library ways: medians of add, submit, wait */
     ompbatch_stats stats[N_WAYS];   /* library ways: after the last timed run */
+    /* How often a timed way ran right after another way (self pairs aside), fewest and most:
+     * equal when round_order balanced the cell's predecessors. */
+    int follows_min;
+    int follows_max;
     int way_verified[N_WAYS];
     int verified;                   /* every way's bytes were right */
     char failure[192];              /* the first way whose byte check failed, and what it found */
@@ -192,9 +199,10 @@ static void usage(FILE *out)
             "                    8,256,4K,64K,1M,4M)\n"
             "  --dirs LIST       h2d,d2h (default both)\n"
             "  --kinds LIST      pinned,pageable,managed host memory (default pinned,pageable)\n"
-            "  --repeats N       timed rounds per cell (default 21; cells over 64 MiB run at most\n"
+            "  --repeats N       timed rounds per cell (default 24; cells over 64 MiB run at most\n"
             "                    %d, and slow cells are trimmed to about %.1f s, never below %d;\n"
-            "                    fast cells run up to %dx as many, as fit in %.1f s)\n"
+            "                    fast cells run up to %dx as many, as fit in %.1f s; always a\n"
+            "                    multiple of %d, the cycle of the ways' orders)\n"
             "  --warmup N        untimed rounds per cell first (default 3)\n"
             "  --max-total SIZE  skip cells with more bytes than this (default 256M)\n"
             "  --gap SIZE        bytes between pieces before rounding up to 64 (default 64;\n"
@@ -204,7 +212,7 @@ static void usage(FILE *out)
             "  --device N        CUDA device (default 0)\n"
             "  --json FILE       also write every cell as JSON (relative to where bazel run was\n"
             "                    started); benchmarks/plot_strategies.sh plots it\n"
-            "  --quick           small grid for smoke runs: counts 16,1024, sizes 8,4K, 7 rounds\n"
+            "  --quick           small grid for smoke runs: counts 16,1024, sizes 8,4K, 8 rounds\n"
             "                    after 2 warm-ups (explicit options still apply)\n"
             "  --targets         run only the target cells (the grid options are ignored) and\n"
             "                    print each with its target and PASS or FAIL\n"
@@ -213,7 +221,7 @@ static void usage(FILE *out)
             "Exit status: 0 all well; 1 a failure or a byte mismatch; 2 a bad command line;\n"
             "%d a target missed (--targets).\n",
             BIG_CELL_REPEATS, CELL_BUDGET_US * 1e-6, MIN_REPEATS, SMALL_CELL_FACTOR,
-            SMALL_CELL_BUDGET_US * 1e-6, EXIT_TARGET_MISSED);
+            SMALL_CELL_BUDGET_US * 1e-6, ORDER_CYCLE, EXIT_TARGET_MISSED);
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -324,7 +332,7 @@ static int parse_options(int argc, char **argv, options *o)
     static const size_t quick_sizes[] = {8, 4096};
     int counts_set = 0, sizes_set = 0, repeats_set = 0, warmup_set = 0;
     memset(o, 0, sizeof(*o));
-    o->repeats = 21;
+    o->repeats = 24;
     o->warmup = 3;
     o->max_total = (size_t)256 << 20;
     o->gap = DEFAULT_GAP;
@@ -415,7 +423,7 @@ static int parse_options(int argc, char **argv, options *o)
         o->n_kinds = 2;
     }
     if (o->quick && !repeats_set)
-        o->repeats = 7;
+        o->repeats = 8;
     if (o->quick && !warmup_set)
         o->warmup = 2;
     return 0;
@@ -508,16 +516,42 @@ static int choose_repeats(const options *o, const cell *c, double warm_round_us)
         int fit = (int)(CELL_BUDGET_US / warm_round_us);
         repeats = fit < MIN_REPEATS ? MIN_REPEATS : fit;
     }
-    return repeats;
+    return (repeats + ORDER_CYCLE - 1) / ORDER_CYCLE * ORDER_CYCLE;
+}
+
+/* The order of the ways in round `round`: way k * step mod N_WAYS at place k, with step 1, 2,
+ * 3, 4 in turn. N_WAYS is prime, so each round runs every way once; within a cycle of four
+ * rounds every way follows every other way exactly once (step d gives the five pairs (w,
+ * w + d), the last one across into the next round). What a way leaves behind -- the pack
+ * threads awake or asleep, caches, the driver's own staging after a per-copy loop -- changes
+ * the next way's time by up to tens of percent on the H200 host. A rotation made auto always
+ * follow staged; a shuffle with a fixed seed balanced only on average, and in the D2H pageable
+ * 1024 x 4 KiB cell auto followed staged 23 times in 62 rounds and staged followed auto 7, the
+ * same in every run, which timed auto 2-11% slower than staged on the same path run after run. */
+static void round_order(long round, int order[N_WAYS])
+{
+    _Static_assert(N_WAYS == 5, "round_order needs a prime number of ways");
+    long cycle_at = round % ORDER_CYCLE;
+    int step = (int)(cycle_at < 0 ? cycle_at + ORDER_CYCLE : cycle_at) + 1;
+    for (int k = 0; k < N_WAYS; k++)
+        order[k] = k * step % N_WAYS;
 }
 
 static int time_cell(const options *o, const runner *r, cell *c)
 {
     double warm[N_WAYS] = {0};
     int status = OMPBATCH_OK;
-    for (int w = 0; w < o->warmup && status == OMPBATCH_OK; w++)
-        for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++)
-            status = run_way(r, (bench_way)way, &warm[way], NULL);
+    int previous = -1, follows[N_WAYS][N_WAYS] = {{0}};
+    /* The warm-ups end the cycle that the timed rounds begin, so the first timed way follows
+     * the way that the cycle puts before it. */
+    for (int w = 0; w < o->warmup && status == OMPBATCH_OK; w++) {
+        int order[N_WAYS];
+        round_order((long)w - o->warmup, order);
+        for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++) {
+            status = run_way(r, (bench_way)order[i], &warm[order[i]], NULL);
+            previous = order[i];
+        }
+    }
     if (status != OMPBATCH_OK)
         return status;
     double round_us = 0;
@@ -531,32 +565,29 @@ static int time_cell(const options *o, const runner *r, cell *c)
         fprintf(stderr, BENCH ": out of memory for %d timings\n", c->repeats);
         return OMPBATCH_ERR_NO_MEMORY;
     }
-    /* Every round runs the ways in a fresh random order (fixed seed, so runs repeat). A
-     * rotation would have each way always follow the same other way, and what a way leaves
-     * behind (pack threads awake or asleep, caches, the staging region) then biases its
-     * successor: on the H200 auto, which always followed staged, timed 6-29% slower than staged
-     * on identical paths into pageable memory. */
     double *phases = times + N_WAYS * n;
-    uint64_t order_state = 0x9e3779b97f4a7c15ULL ^ (uint64_t)c->count * 131 ^ (uint64_t)c->size;
     for (size_t rep = 0; rep < n && status == OMPBATCH_OK; rep++) {
         int order[N_WAYS];
-        for (int i = 0; i < N_WAYS; i++)
-            order[i] = i;
-        for (int i = N_WAYS - 1; i > 0; i--) {
-            order_state = order_state * 6364136223846793005ULL + 1442695040888963407ULL;
-            int j = (int)((order_state >> 33) % (uint64_t)(i + 1));
-            int t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
+        round_order((long)rep, order);
         for (int i = 0; i < N_WAYS && status == OMPBATCH_OK; i++) {
             size_t way = (size_t)order[i];
             double got[N_PHASES] = {0};
             status = run_way(r, (bench_way)way, &times[way * n + rep], got);
             for (size_t ph = 0; ph < N_PHASES; ph++)
                 phases[(way * N_PHASES + ph) * n + rep] = got[ph];
+            if (previous >= 0)
+                follows[previous][way]++;
+            previous = (int)way;
         }
     }
+    c->follows_min = INT32_MAX;
+    c->follows_max = 0;
+    for (int a = 0; a < N_WAYS; a++)
+        for (int b = 0; b < N_WAYS; b++)
+            if (a != b) {
+                c->follows_min = follows[a][b] < c->follows_min ? follows[a][b] : c->follows_min;
+                c->follows_max = follows[a][b] > c->follows_max ? follows[a][b] : c->follows_max;
+            }
     for (int way = 0; way < N_WAYS && status == OMPBATCH_OK; way++) {
         c->min_us[way] = ex_min(times + (size_t)way * n, n);
         c->us[way] = ex_median(times + (size_t)way * n, n);
@@ -856,7 +887,7 @@ static void json_cell(FILE *f, const cell *c)
         fprintf(f, "}");
         first = 0;
     }
-    fprintf(f, "}, \"verified_ways\": {");
+    fprintf(f, "}, \"follows\": [%d, %d], \"verified_ways\": {", c->follows_min, c->follows_max);
     for (int way = 0; way < N_WAYS; way++)
         fprintf(f, "%s\"%s\": %s", way ? ", " : "", way_keys[way],
                 c->way_verified[way] ? "true" : "false");
@@ -934,7 +965,9 @@ static int write_json(const char *path, const options *o, const ex_gpu *gpu,
     json_string(f, info->library);
     fprintf(f, "},\n  \"settings\": {\"mode\": \"%s\", \"warmup\": %d, \"repeats\": %d, "
                "\"gap\": %zu, \"align\": %zu, \"max_total_bytes\": %zu, "
-               "\"timer\": \"CLOCK_MONOTONIC\", \"statistic\": \"median\", \"ways\": [",
+               "\"timer\": \"CLOCK_MONOTONIC\", \"statistic\": \"median\", "
+               "\"order\": \"each way follows each other way equally often (cycles of 4 rounds)\", "
+               "\"ways\": [",
             o->targets ? "targets" : "grid", o->warmup, o->repeats, o->gap, PIECE_ALIGN,
             o->max_total);
     for (int way = 0; way < N_WAYS; way++)
@@ -1171,7 +1204,8 @@ int main(int argc, char **argv)
     printf("bench: %s (device %d), driver %d.%d, %s%s\n", gpu.name, gpu.ordinal,
            info.driver_version / 1000, info.driver_version % 1000 / 10,
            ex_form_name(info.batch_form), info.forced ? " (forced by OMPBATCH_BATCH_FORM)" : "");
-    printf("%s; median us of %d timed rounds of all ways after %d warm-up(s) (fewer for cells "
+    printf("%s; median us of %d timed rounds of all ways, in orders where each way follows "
+           "each other way equally often, after %d warm-up(s) (fewer for cells "
            "over 64 MiB or slow ones, up to %dx for fast ones: column reps); pieces %zu B apart, "
            "aligned to %zu, nothing merges; "
            "cells over %s skipped\n",
