@@ -223,6 +223,7 @@ typedef struct layout {
     size_t chunk;          /* bytes of a piece's descriptor at most */
     size_t packs;          /* copies packed by the CPU */
     size_t gathers;        /* copies unpacked by the CPU at the wait */
+    size_t in_place;       /* copies the first kernel moves between their own addresses */
     size_t first_pieces;   /* in-place and gather descriptors */
     size_t second_pieces;  /* scatter descriptors */
     size_t pack_bytes;
@@ -252,6 +253,7 @@ static void measure(const ob_plan *plan, const ob_step *step, layout *out)
             place(&out->gather_bytes, c->src, c->bytes);
             break;
         case OB_STAGE_IN_PLACE:
+            out->in_place++;
             out->first_pieces += chunks(c->bytes, out->chunk);
             break;
         }
@@ -369,6 +371,12 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
+    /* A step whose first kernel would move one gather piece alone: the copy engine reads the
+     * piece straight into pinned staging instead, and no kernel is launched for it (a launch
+     * costs more than the copy of one small piece). */
+    int lone_gather = lay.gathers == 1 && lay.in_place == 0;
+    size_t lone_at = 0;
+    CUdeviceptr lone_src = 0;
     /* Packs first, then the unpacks, each in the order its pieces were placed. */
     size_t packs = 0;
     exec->unpack_begin = lay.packs;
@@ -385,8 +393,13 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
             break;
         case OB_STAGE_GATHER:
             at = place(&gather_cursor, c->src, c->bytes);
-            add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
-                       lay.chunk);
+            if (lone_gather) {
+                lone_at = at;
+                lone_src = (CUdeviceptr)c->src;
+            } else {
+                add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
+                           lay.chunk);
+            }
             exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
             break;
         case OB_STAGE_IN_PLACE:
@@ -415,9 +428,11 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         exec->extra_sizes[exec->extra_count++] = second_table + pack_cursor;
     }
     if (gather_cursor > 0) {
-        exec->extra_dsts[exec->extra_count] = (CUdeviceptr)(uintptr_t)gather_host;
-        exec->extra_srcs[exec->extra_count] = gather_device;
-        exec->extra_sizes[exec->extra_count++] = gather_cursor;
+        exec->extra_dsts[exec->extra_count] =
+            (CUdeviceptr)(uintptr_t)(gather_host + (lone_gather ? lone_at : 0));
+        exec->extra_srcs[exec->extra_count] = lone_gather ? lone_src : gather_device;
+        exec->extra_sizes[exec->extra_count++] = lone_gather ? gather_cursor - lone_at
+                                                             : gather_cursor;
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
     exec->scatter_table = second_device;

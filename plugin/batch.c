@@ -438,12 +438,13 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
             ob_copy_key key = {(uintptr_t)dst, (uintptr_t)src,   bytes,
                                map_type,       (ob_side)dst_side, (ob_side)src_side};
             if (batch->replaying) {
-                const ob_copy_key *was = &batch->planned_keys[batch->count];
+                const ob_copy_key *was = batch->count < batch->planned_count
+                                             ? &batch->planned_keys[batch->count]
+                                             : NULL;
                 /* Field by field: memcmp is a library call here, and cost 4x the add. */
-                if (batch->count < batch->planned_count && was->dst == key.dst &&
-                    was->src == key.src && was->bytes == key.bytes &&
-                    was->map_type == key.map_type && was->dst_side == key.dst_side &&
-                    was->src_side == key.src_side) {
+                if (was != NULL && was->dst == key.dst && was->src == key.src &&
+                    was->bytes == key.bytes && was->map_type == key.map_type &&
+                    was->dst_side == key.dst_side && was->src_side == key.src_side) {
                     batch->count++;
                     return OMPBATCH_OK;
                 }
@@ -560,6 +561,7 @@ static int plan_copies(ompbatch_batch *batch, int take)
     params.disabled = config->disable;
     params.trust_device_sides = batch->hook_mode;
     params.host_in_place = !batch->hook_mode;
+    params.bounce_lone_d2h = batch->hook_mode;
     params.max_copies = batch->options.max_copies ? batch->options.max_copies
                                                   : config->max_copies;
     switch (batch->options.strategy) {

@@ -398,6 +398,28 @@ static void route_groups(ob_copy *copies, size_t count, const ob_plan_params *pa
 
 /* ---- strategies ---------------------------------------------------------------------------- */
 
+/* Whether a lone copy classified as device -> pageable host bounces (ob_plan_params). */
+static int lone_bounces(const ob_plan_params *params, const ob_copy *copy)
+{
+    return params->bounce_lone_d2h && !params->disabled &&
+           params->strategy != OB_STRATEGY_DIRECT && copy->category == OB_CAT_D2H_PAGEABLE &&
+           copy->bytes < OB_LONE_STAGED_MIN_BYTES;
+}
+
+/* Whether a lone small copy may bounce: named device -> host, and its host side is pageable
+ * memory (classified here, so that nothing else about the copy can fail the plan: anything
+ * else goes to the driver unclassified, as before). */
+static int lone_may_bounce(const ob_plan_params *params, const ob_copy *copy)
+{
+    if (!params->bounce_lone_d2h || params->disabled || params->strategy == OB_STRATEGY_DIRECT ||
+        params->form == OMPBATCH_FORM_NONE || copy->src_side != OB_SIDE_DEVICE ||
+        copy->dst_side != OB_SIDE_HOST)
+        return 0;
+    ob_mem_info dst;
+    return ob_mem_classify(params->driver, params->cache, copy->dst, &dst) == OMPBATCH_OK &&
+           dst.kind == OB_MEM_PAGEABLE;
+}
+
 static ob_stage_how stage_how(const ob_plan_params *params, const ob_copy *copy)
 {
     switch (copy->category) {
@@ -440,7 +462,8 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     ob_route direct_route = copies[begin].route; /* route_groups gave the group one route */
     ob_decision decision = {.level = copies[begin].level, .category = copies[begin].category,
                             .copies = end - begin,
-                            .forced = params->strategy == OB_STRATEGY_STAGED};
+                            .forced = params->strategy == OB_STRATEGY_STAGED,
+                            .lone_bounce = plan->count == 1 && lone_bounces(params, &copies[begin])};
     const ob_cost_curve *direct = params->cost ? &params->cost->curve[lane][OB_WAY_DIRECT] : NULL;
     const ob_cost_curve *staged = params->cost ? &params->cost->curve[lane][OB_WAY_STAGED] : NULL;
     /* Candidates: pieces the model says are cheaper staged (every piece when forced), while
@@ -451,7 +474,7 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     for (size_t i = begin; i < end; i++) {
         ob_copy *c = &copies[i];
         c->stage_how = stage_how(params, c);
-        int candidate = decision.forced;
+        int candidate = decision.forced || decision.lone_bounce;
         if (direct != NULL) {
             if (c->bytes != priced) {
                 d = ob_cost_piece(direct, c->bytes);
@@ -475,7 +498,8 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
         if (decision.staged == decision.copies)
             decision.direct_us += direct->fixed_us;
     }
-    int go = decision.staged > 0 && (decision.forced || decision.staged_us < decision.direct_us);
+    int go = decision.staged > 0 && (decision.forced || decision.lone_bounce ||
+                                     decision.staged_us < decision.direct_us);
     if (!go) {
         for (size_t i = begin; i < end; i++)
             if (copies[i].route == OB_ROUTE_STAGED)
@@ -620,6 +644,7 @@ int ob_plan_build_from(ob_plan *plan, ob_copy **added, size_t *capacity, size_t 
 }
 
 /* Plans plan->copies[0, count), the copies as added. */
+
 static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
 {
     int status = OMPBATCH_OK;
@@ -638,7 +663,8 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
     }
     if (params->driver != NULL && plan->count == 1 &&
         (plan->copies[0].bytes < OB_LONE_STAGED_MIN_BYTES || params->disabled ||
-         params->strategy == OB_STRATEGY_DIRECT)) {
+         params->strategy == OB_STRATEGY_DIRECT) &&
+        !lone_may_bounce(params, &plan->copies[0])) {
         plan_lone_copy(plan);
         return build_steps(plan, params);
     }
@@ -752,6 +778,8 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
             dec->staged);
         if (dec->forced)
             put(&t, " (forced)\n");
+        else if (dec->lone_bounce)
+            put(&t, " (a lone copy into pageable memory: through pinned staging)\n");
         else
             put(&t, " (predicted for the candidates: direct %.1f us, staged %.1f us; model %s)\n",
                 dec->direct_us, dec->staged_us, plan->cost_source ? plan->cost_source : "none");

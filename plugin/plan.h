@@ -39,6 +39,7 @@ typedef struct ob_decision {
     double direct_us;         /* predicted for the staged candidates, moved directly */
     double staged_us;         /* predicted for them, staged */
     int forced;               /* OMPBATCH_STRATEGY or the batch option decided, not the model */
+    int lone_bounce;          /* the lone copy of a bouncing plan (ob_plan_params) */
 } ob_decision;
 
 /* Buffers the planner reuses from one plan to the next. */
@@ -92,6 +93,12 @@ typedef struct ob_plan_params {
     const ob_cost_model *cost; /* required for OB_STRATEGY_AUTO with a driver */
     int trust_device_sides;    /* sides named the device are its memory: not classified */
     int host_in_place;         /* the copy kernel may access pinned host memory in place */
+    /* A lone device -> pageable host copy under OB_LONE_STAGED_MIN_BYTES goes through pinned
+     * staging (one copy-engine copy into staging, the unpack at the wait) instead of straight
+     * into pageable memory: the driver waits inside such a copy, and in a context whose waits
+     * block (libomptarget sets CU_CTX_SCHED_BLOCKING_SYNC) that wait costs tens of
+     * microseconds. Set for the hook's batches. */
+    int bounce_lone_d2h;
 } ob_plan_params;
 
 /* Builds the plan for `count` added copies (the array is not modified). On failure the

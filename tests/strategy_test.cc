@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "plugin/backend.h"
+#include "plugin/batch.h"
 #include "plugin/config.h"
 #include "plugin/cost.h"
 #include "plugin/staging.h"
@@ -280,6 +281,127 @@ TEST_F(Strategy, ALoneLargePageableCopyIsStagedAndASmallOneIsNot)
     s = move(kLanes[H2D_PAGEABLE], {(1 << 20) + 17}, OMPBATCH_STRATEGY_STAGED, 14);
     EXPECT_EQ(0u, s.staged_copies) << "a lone copy under 2 MiB is never classified";
     EXPECT_EQ(1u, s.driver_calls);
+}
+
+// The hook's lone small copy from the device into pageable memory goes through pinned
+// staging: one copy-engine copy into staging and the unpack at the wait, no kernel (the driver
+// would wait inside a copy into pageable memory, and libomptarget's contexts block on waits).
+// Into pinned memory, with the direct strategy, and in batches of the API it goes straight.
+TEST_F(Strategy, AHookBatchsLoneCopyIntoPageableMemoryBouncesThroughStaging)
+{
+    const size_t extent = (2u << 20) + 256;
+    Buffer dev(DEVICE, extent), pageable(PAGEABLE, extent), pinned(PINNED, extent);
+    std::mt19937_64 rng(test_seed() + 31);
+    struct Case {
+        const char *what;
+        const Buffer *dst;
+        int hook;
+        int strategy;
+        int bounces;
+    } cases[] = {
+        {"hook, pageable", &pageable, 1, OMPBATCH_STRATEGY_AUTO, 1},
+        {"hook, pageable, staged", &pageable, 1, OMPBATCH_STRATEGY_STAGED, 1},
+        {"hook, pinned", &pinned, 1, OMPBATCH_STRATEGY_AUTO, 0},
+        {"hook, pageable, direct", &pageable, 1, OMPBATCH_STRATEGY_DIRECT, 0},
+        {"API, pageable", &pageable, 0, OMPBATCH_STRATEGY_AUTO, 0},
+    };
+    for (const Case &c : cases) {
+        for (size_t bytes : {size_t{1}, size_t{7}, size_t{4096}, size_t{65536 + 3},
+                             (size_t{2} << 20) - 1}) {
+            SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(bytes) + " bytes");
+            size_t src_off = rng() % 97, dst_off = rng() % 89;
+            dev.fill(rng());
+            std::memset(c.dst->ptr, 0xA5, extent);
+            ompbatch_batch_options o = with_strategy(c.strategy);
+            Batch b(0, nullptr, &o);
+            if (c.hook)
+                ob_batch_set_hook_mode(b.b);
+            for (int round = 0; round < 2; round++) {
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, c.dst->ptr + dst_off, H,
+                                                          dev.ptr + src_off, 0, bytes,
+                                                          OMPBATCH_MAP_FROM));
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+                ompbatch_stats s = b.stats();
+                EXPECT_EQ(c.bounces ? 1u : 0u, s.staged_copies);
+                EXPECT_EQ(0u, s.kernel_launches) << "one gathered piece needs no kernel";
+                EXPECT_EQ(1u, s.driver_calls);
+                EXPECT_EQ((uint64_t)round, s.plan_reused);
+                for (size_t i = 0; i < extent; i++) {
+                    unsigned char want = i >= dst_off && i < dst_off + bytes
+                                             ? dev.ptr[src_off + i - dst_off]
+                                             : 0xA5;
+                    ASSERT_EQ(want, c.dst->ptr[i]) << "byte " << i << ", round " << round;
+                }
+                std::memset(c.dst->ptr, 0xA5, extent);
+            }
+            if (c.bounces) {
+                char text[2048];
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, c.dst->ptr + dst_off, H,
+                                                          dev.ptr + src_off, 0, bytes, 0));
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(b.b, text, sizeof(text), nullptr));
+                EXPECT_NE(nullptr, std::strstr(text, c.strategy == OMPBATCH_STRATEGY_STAGED
+                                                         ? "(forced)"
+                                                         : "through pinned staging"))
+                    << text;
+            }
+        }
+    }
+    // A lone copy the size of a lone staged one (2 MiB and up) is planned as before.
+    Batch big(0);
+    ob_batch_set_hook_mode(big.b);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(big.b, pageable.ptr, H, dev.ptr, 0, 2u << 20, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(big.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(big.b));
+    EXPECT_EQ(0, std::memcmp(pageable.ptr, dev.ptr, 2u << 20));
+    // When the destination cannot be classified, the copy goes to the driver unclassified.
+    dev.fill(rng());
+    Batch failing(0);
+    ob_batch_set_hook_mode(failing.b);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(failing.b, pageable.ptr + 3, H, dev.ptr + 5, 0,
+                                              1000, 0));
+    ASSERT_EQ(0, fake().inject_failure("cuPointerGetAttributes", 1, CUDA_ERROR_INVALID_VALUE));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(failing.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(failing.b));
+    fake().clear_injections();
+    EXPECT_EQ(0u, failing.stats().staged_copies);
+    EXPECT_EQ(0, std::memcmp(pageable.ptr + 3, dev.ptr + 5, 1000));
+}
+
+// A staged step with one gathered piece lets the copy engine read it into staging instead of
+// launching the gather kernel; with two, the kernel gathers them.
+TEST_F(Strategy, OneGatheredPieceNeedsNoGatherKernel)
+{
+    Buffer host(PAGEABLE, 1 << 16), back(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    for (int gathers : {1, 2}) {
+        SCOPED_TRACE(std::to_string(gathers) + " gathered piece(s)");
+        host.fill(40 + gathers);
+        dev.fill(50 + gathers);
+        std::memset(back.ptr, 0xA5, back.bytes);
+        std::vector<unsigned char> from_device(dev.ptr + 32768, dev.ptr + 32768 + 3 * 1000);
+        Batch b(0, nullptr, &o);
+        for (int i = 0; i < 6; i++)  // host -> device, packed then scattered by the kernel
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 900 + 1, 0,
+                                                      host.ptr + i * 900 + 3, H, 777, 0));
+        for (int g = 0; g < gathers; g++)  // device -> pageable, from untouched device bytes
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, back.ptr + g * 1000 + 5, H,
+                                                      dev.ptr + 32768 + g * 1000, 0, 999, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        ompbatch_stats s = b.stats();
+        EXPECT_EQ(6u + gathers, s.staged_copies);
+        EXPECT_EQ(gathers == 1 ? 1u : 2u, s.kernel_launches);
+        for (int i = 0; i < 6; i++)
+            EXPECT_EQ(0, std::memcmp(dev.ptr + i * 900 + 1, host.ptr + i * 900 + 3, 777)) << i;
+        for (size_t k = 0; k < back.bytes; k++) {
+            size_t g = k >= 5 ? (k - 5) / 1000 : 0, at = k >= 5 ? (k - 5) % 1000 : 1000;
+            bool inside = k >= 5 && (int)g < gathers && at < 999;
+            ASSERT_EQ(inside ? from_device[g * 1000 + at] : 0xA5, back.ptr[k]) << "byte " << k;
+        }
+    }
 }
 
 TEST_F(Strategy, AutoKeepsLargePinnedPiecesDirect)
