@@ -12,6 +12,7 @@
  *   g  `update from`, 1 item x 64 MiB
  *   h  `update to` / `update from`, 16 constructs x 16 items of 8 B .. 256 KiB (h-to, h-from)
  *   i  `update to` / `update from`, 1 item x 8 B, 1000 constructs (i-to, i-from)
+ *   j  `update to` / `update from`, 512 constructs x 2 items x 4 KiB (j-to, j-from)
  *
  * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
  * map(release:)`, in the hook mode it times), moves new data and is checked byte for byte:
@@ -56,7 +57,7 @@ static inline unsigned char pattern(unsigned seed, size_t j, size_t i)
 }
 #pragma omp end declare target
 
-/* ---- constructs over groups of 16 and of 1 array -------------------------------------------- */
+/* ---- constructs over groups of 16, 2 and 1 array ------------------------------------------- */
 
 /* Each construct names its arrays through local pointers: clang 16 refuses two sections of
  * elements of one array (`p[0][0:n], p[1][0:n]`) in one clause, and `p[i][0:n]` would also map
@@ -68,6 +69,7 @@ static inline unsigned char pattern(unsigned seed, size_t j, size_t i)
     a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3], a4[0:n4], a5[0:n5], a6[0:n6], a7[0:n7], a8[0:n8],   \
         a9[0:n9], a10[0:n10], a11[0:n11], a12[0:n12], a13[0:n13], a14[0:n14], a15[0:n15]
 #define SECS8 a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3], a4[0:n4], a5[0:n5], a6[0:n6], a7[0:n7]
+#define SECS2 a0[0:n0], a1[0:n1]
 #define SECS1 a0[0:n0]
 /* Kernel bodies: one statement per array, guarded by that array's length. */
 #define FILL(k)                                                                                 \
@@ -233,9 +235,71 @@ static long dev_check_1(char *const *p, const size_t *n, size_t j0, unsigned see
     return bad;
 }
 
+static void enter_alloc_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target enter data map(alloc: SECS2)
+}
+
+static void exit_release_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target exit data map(release: SECS2)
+}
+
+static void update_to_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target update to(SECS2)
+}
+
+static void update_from_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target update from(SECS2)
+}
+
+static void enter_to_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target enter data map(to: SECS2)
+}
+
+static void exit_from_2(char *const *p, const size_t *n)
+{
+    LOCAL(0) LOCAL(1)
+#pragma omp target exit data map(from: SECS2)
+}
+
+static void dev_fill_2(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                       unsigned char mask)
+{
+    LOCAL(0) LOCAL(1)
+    size_t len = max_len(n, 2);
+#pragma omp target teams distribute parallel for map(alloc: SECS2)
+    for (size_t i = 0; i < len; i++) {
+        FILL(0) FILL(1)
+    }
+}
+
+static long dev_check_2(char *const *p, const size_t *n, size_t j0, unsigned seed)
+{
+    LOCAL(0) LOCAL(1)
+    size_t len = max_len(n, 2);
+    long bad = 0;
+#pragma omp target teams distribute parallel for reduction(+ : bad) map(alloc: SECS2)
+    for (size_t i = 0; i < len; i++) {
+        CHECK(0) CHECK(1)
+    }
+    return bad;
+}
+
 static const group_ops OPS16 = {16,           enter_alloc_16, exit_release_16, update_to_16,
                                 update_from_16, enter_to_16,  exit_from_16,    dev_fill_16,
                                 dev_check_16};
+static const group_ops OPS2 = {2,           enter_alloc_2, exit_release_2, update_to_2,
+                               update_from_2, enter_to_2,  exit_from_2,    dev_fill_2,
+                               dev_check_2};
 static const group_ops OPS1 = {1,           enter_alloc_1, exit_release_1, update_to_1,
                                update_from_1, enter_to_1,  exit_from_1,    dev_fill_1,
                                dev_check_1};
@@ -300,6 +364,8 @@ static const shape SHAPES[] = {
     {"h-from", "update from, 16 x 16 x 8 B..256 KiB", KIND_FROM, &OPS16, 256, 1, size_mixed},
     {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8},
     {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8},
+    {"j-to", "update to, 512 x 2 x 4 KiB", KIND_TO, &OPS2, 1024, 1, size_4k},
+    {"j-from", "update from, 512 x 2 x 4 KiB", KIND_FROM, &OPS2, 1024, 1, size_4k},
 };
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
