@@ -254,7 +254,32 @@ int ob_cost_read(ob_cost_model *model, const char *path)
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ob_cost_model *models[OB_COST_MAX_DEVICES];
 
-/* <cache dir>/<device name>-<driver version>.cost, with anything but [A-Za-z0-9._-] as '_'. */
+/* "-blocking" or "-yield" for a primary context whose waits block or yield, "" for one that
+ * spins (CUDA's automatic choice, for fewer contexts than cores), NULL when the driver cannot
+ * say. A model measured in one mode misleads in another: libomptarget sets
+ * CU_CTX_SCHED_BLOCKING_SYNC, and there a direct copy into pageable memory, in which the driver
+ * waits, measured 48-53 us a piece on the H200 against 6.6-7.3 us in the benchmark's context;
+ * with the benchmark's model the hook sent 2-item 'update from' constructs direct, 2-5x slower
+ * than staged (BENCHMARKS.md 22:05). */
+static const char *sched_suffix(const ob_driver *driver, CUdevice device)
+{
+    unsigned flags = 0;
+    int active = 0;
+    if (driver->fn.cuDevicePrimaryCtxGetState == NULL ||
+        OB_CU(driver, cuDevicePrimaryCtxGetState, device, &flags, &active) != OMPBATCH_OK)
+        return NULL;
+    switch (flags & CU_CTX_SCHED_MASK) {
+    case CU_CTX_SCHED_BLOCKING_SYNC:
+        return "-blocking";
+    case CU_CTX_SCHED_YIELD:
+        return "-yield";
+    default:
+        return "";
+    }
+}
+
+/* <cache dir>/<device name>-<driver version><sched_suffix>.cost, with anything but
+ * [A-Za-z0-9._-] in the name as '_'. */
 static int cache_path(int ordinal, char *out, size_t size)
 {
     const ob_config *config = ob_config_get();
@@ -263,10 +288,16 @@ static int cache_path(int ordinal, char *out, size_t size)
         return 0;
     CUdevice device;
     char name[128] = "";
-    /* Without the name there is no cache file to trust: the model is measured again. */
+    const char *sched = NULL;
+    /* Without the name or the scheduling mode there is no cache file to trust: the model is
+     * measured again. */
     if (OB_CU(driver, cuDeviceGet, &device, ordinal) != OMPBATCH_OK ||
-        OB_CU(driver, cuDeviceGetName, name, (int)sizeof(name), device) != OMPBATCH_OK) {
-        ob_log(1, "device %d: no calibration cache (%s)", ordinal, ompbatch_last_error());
+        OB_CU(driver, cuDeviceGetName, name, (int)sizeof(name), device) != OMPBATCH_OK ||
+        (sched = sched_suffix(driver, device)) == NULL) {
+        ob_log(1, "device %d: no calibration cache (%s)", ordinal,
+               driver->fn.cuDevicePrimaryCtxGetState == NULL
+                   ? "the driver cannot say how the context waits"
+                   : ompbatch_last_error());
         return 0;
     }
     for (char *c = name; *c != '\0'; c++) {
@@ -275,7 +306,8 @@ static int cache_path(int ordinal, char *out, size_t size)
         if (!keep)
             *c = '_';
     }
-    int n = snprintf(out, size, "%s/%s-%d.cost", config->cost_cache, name, driver->version);
+    int n = snprintf(out, size, "%s/%s-%d%s.cost", config->cost_cache, name, driver->version,
+                     sched);
     return n > 0 && (size_t)n < size;
 }
 

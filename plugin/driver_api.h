@@ -27,6 +27,8 @@
     X(cuDeviceGetName, cuDeviceGetName, 2000, OPTIONAL)                                        \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, REQUIRED)                      \
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, REQUIRED)                   \
+    /* The primary context's scheduling flags name the calibration cache (cost.c). */         \
+    X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, OPTIONAL)                  \
     X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, REQUIRED)                                        \
     X(cuCtxPushCurrent, cuCtxPushCurrent, 4000, REQUIRED)                                      \
     X(cuCtxPopCurrent, cuCtxPopCurrent, 4000, REQUIRED)                                        \

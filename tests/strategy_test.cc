@@ -893,24 +893,77 @@ TEST_F(Strategy, CalibrationFailuresFallBackAndAnUnwritableCacheIsNotFatal)
 // the model again and writes nothing into the cache directory.
 TEST_F(Strategy, ACacheWithoutTheDeviceNameIsNotUsed)
 {
+    for (const char *failing : {"cuDeviceGetName", "cuDevicePrimaryCtxGetState"}) {
+        SCOPED_TRACE(failing);
+        char dir[] = "/tmp/ompbatch_cost_XXXXXX";
+        ASSERT_NE(nullptr, mkdtemp(dir));
+        setenv("OMPBATCH_COST_CACHE", dir, 1);
+        setenv("OMPBATCH_CALIBRATE", "1", 1);
+        ob_config_reload();
+        ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+        ob_cost_reset_for_testing();
+        fake().reset();
+        ASSERT_EQ(0, fake().inject_failure(failing, 1, CUDA_ERROR_INVALID_DEVICE));
+        const ob_cost_model *m = ob_cost_model_for(0);
+        EXPECT_EQ(m->source, std::strstr(m->source, "calibrated on device 0")) << m->source;
+        EXPECT_EQ(1, fake().call_count(failing));
+        fake().clear_injections();
+        EXPECT_EQ(0, rmdir(dir)) << "the cache directory is not empty";
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+        ob_cost_reset_for_testing();
+        setenv("OMPBATCH_CALIBRATE", "0", 1);
+        setenv("OMPBATCH_COST_CACHE", "off", 1);
+        ob_config_reload();
+    }
+}
+
+// A model measured where waits spin is not used where they block (libomptarget's contexts),
+// nor the other way round: the cache file is named by the primary context's scheduling mode.
+TEST_F(Strategy, TheCalibrationCacheIsKeptPerSchedulingMode)
+{
     char dir[] = "/tmp/ompbatch_cost_XXXXXX";
     ASSERT_NE(nullptr, mkdtemp(dir));
     setenv("OMPBATCH_COST_CACHE", dir, 1);
     setenv("OMPBATCH_CALIBRATE", "1", 1);
-    ob_config_reload();
-    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
-    ob_cost_reset_for_testing();
-    ASSERT_EQ(0, fake().inject_failure("cuDeviceGetName", 1, CUDA_ERROR_INVALID_DEVICE));
-    const ob_cost_model *m = ob_cost_model_for(0);
-    EXPECT_EQ(m->source, std::strstr(m->source, "calibrated on device 0")) << m->source;
-    EXPECT_EQ(1, fake().call_count("cuDeviceGetName"));
-    fake().clear_injections();
-    EXPECT_EQ(0, rmdir(dir)) << "the cache directory is not empty";
-    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    struct Mode {
+        const char *flags; /* FAKE_CUDA_PRIMARY_CTX_FLAGS */
+        const char *file;
+        const char *source; /* what the model says it came from */
+    } modes[] = {
+        {"0", "/Fake_CUDA_Device_0-13000.cost", "calibrated"},
+        {"4", "/Fake_CUDA_Device_0-13000-blocking.cost", "calibrated"},
+        {"0", "/Fake_CUDA_Device_0-13000.cost", "cache"},
+        {"2", "/Fake_CUDA_Device_0-13000-yield.cost", "calibrated"},
+        {"4", "/Fake_CUDA_Device_0-13000-blocking.cost", "cache"},
+        {"1", "/Fake_CUDA_Device_0-13000.cost", "cache"}, /* spinning, as CUDA's automatic */
+    };
+    for (const Mode &mode : modes) {
+        SCOPED_TRACE(std::string("flags ") + mode.flags);
+        setenv("FAKE_CUDA_PRIMARY_CTX_FLAGS", mode.flags, 1);
+        load();
+        ob_config_reload();
+        ob_cost_reset_for_testing();
+        ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+        const ob_cost_model *m = ob_cost_model_for(0);
+        EXPECT_EQ(m->source, std::strstr(m->source, mode.source)) << m->source;
+        EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+        std::string file = std::string(dir) + mode.file;
+        EXPECT_EQ(0, access(file.c_str(), R_OK)) << file << " is missing";
+        if (std::string(mode.source) == "cache") {
+            EXPECT_NE(nullptr, std::strstr(m->source, mode.file)) << m->source;
+        }
+    }
+    unsetenv("FAKE_CUDA_PRIMARY_CTX_FLAGS");
+    for (const char *name : {"/Fake_CUDA_Device_0-13000.cost",
+                             "/Fake_CUDA_Device_0-13000-blocking.cost",
+                             "/Fake_CUDA_Device_0-13000-yield.cost"})
+        EXPECT_EQ(0, std::remove((std::string(dir) + name).c_str())) << name;
+    EXPECT_EQ(0, rmdir(dir)) << "other files in the cache directory";
     ob_cost_reset_for_testing();
     setenv("OMPBATCH_CALIBRATE", "0", 1);
     setenv("OMPBATCH_COST_CACHE", "off", 1);
     ob_config_reload();
+    load();
 }
 
 TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)

@@ -135,6 +135,7 @@ struct config {
     bool any_reads_early;
     bool log;
     bool no_peer_access;
+    unsigned primary_flags; /* what cuDevicePrimaryCtxGetState reports */
 };
 
 struct injection {
@@ -208,6 +209,7 @@ static void load_config(void)
     g.cfg.any_reads_early = env_long("FAKE_CUDA_ANY_READS_EARLY", 0, 0, 1) != 0;
     g.cfg.log = env_long("FAKE_CUDA_LOG", 0, 0, 1) != 0;
     g.cfg.no_peer_access = env_long("FAKE_CUDA_NO_PEER_ACCESS", 0, 0, 1) != 0;
+    g.cfg.primary_flags = (unsigned)env_long("FAKE_CUDA_PRIMARY_CTX_FLAGS", 0, 0, 0xff);
 }
 
 static void init_once(void)
@@ -868,6 +870,23 @@ static CUresult CUDAAPI fake_cuDevicePrimaryCtxRelease(CUdevice dev)
     } else if (--g.ctx[dev].refcount == 0) {
         context_destroy_resources(&g.ctx[dev]);
         memset(g.ctx[dev].peer, 0, sizeof(g.ctx[dev].peer));
+    }
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
+                                                       int *active)
+{
+    CUresult r;
+    if (begin_call(FAKE_EP_cuDevicePrimaryCtxGetState, &r) || (r = require_init()) != CUDA_SUCCESS)
+        goto out;
+    if (flags == NULL || active == NULL) {
+        r = fail(CUDA_ERROR_INVALID_VALUE, "flags or active is NULL");
+    } else if ((r = require_device(dev)) == CUDA_SUCCESS) {
+        *flags = g.cfg.primary_flags;
+        *active = g.ctx[dev].refcount > 0;
     }
 out:
     unlock();

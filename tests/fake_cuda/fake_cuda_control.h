@@ -55,6 +55,8 @@
  *                                  during the call instead of at execution (0)
  *   FAKE_CUDA_LOG                  1: print every failure the fake returns to stderr (0)
  *   FAKE_CUDA_NO_PEER_ACCESS       1: no two devices can reach each other (0: all pairs can)
+ *   FAKE_CUDA_PRIMARY_CTX_FLAGS    the flags cuDevicePrimaryCtxGetState reports, e.g. 4 =
+ *                                  CU_CTX_SCHED_BLOCKING_SYNC, as libomptarget sets them (0)
  * A value that does not parse or is out of range aborts the process with a message.
  */
 #ifndef OMPBATCH_TESTS_FAKE_CUDA_CONTROL_H
