@@ -258,7 +258,7 @@ static ob_cost_model *models[OB_COST_MAX_DEVICES];
  * spins (CUDA's automatic choice, for fewer contexts than cores), NULL when the driver cannot
  * say. A model measured in one mode misleads in another: libomptarget sets
  * CU_CTX_SCHED_BLOCKING_SYNC, and there a direct copy into pageable memory, in which the driver
- * waits, measured 48-53 us a piece on the H200 against 6.6-7.3 us in the benchmark's context;
+ * waits, measured 18-53 us a piece on the H200 against 6.6-7.3 us in the benchmark's context;
  * with the benchmark's model the hook sent 2-item 'update from' constructs direct, 2-5x slower
  * than staged (BENCHMARKS.md 22:05). */
 static const char *sched_suffix(const ob_driver *driver, CUdevice device)
