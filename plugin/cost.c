@@ -333,7 +333,8 @@ static void build_model(int ordinal, ob_cost_model *model)
     if (config->calibrate != OB_CALIBRATE_OFF) {
         char path[600];
         int cached = cache_path(ordinal, path, sizeof(path));
-        if (cached && config->calibrate == OB_CALIBRATE_ON &&
+        /* No file yet is the first run's normal case, not an error worth a log line. */
+        if (cached && config->calibrate == OB_CALIBRATE_ON && access(path, F_OK) == 0 &&
             ob_cost_read(model, path) == OMPBATCH_OK) {
             ob_log(1, "device %d: cost model from %s", ordinal, path);
         } else if (ob_cost_calibrate(ordinal, model) == OMPBATCH_OK) {

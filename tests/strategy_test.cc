@@ -937,6 +937,8 @@ TEST_F(Strategy, TheCalibrationCacheIsKeptPerSchedulingMode)
         {"4", "/Fake_CUDA_Device_0-13000-blocking.cost", "cache"},
         {"1", "/Fake_CUDA_Device_0-13000.cost", "cache"}, /* spinning, as CUDA's automatic */
     };
+    // Logged: a mode's first calibration (no file yet) is not an error.
+    setenv("OMPBATCH_VERBOSE", "1", 1);
     for (const Mode &mode : modes) {
         SCOPED_TRACE(std::string("flags ") + mode.flags);
         setenv("FAKE_CUDA_PRIMARY_CTX_FLAGS", mode.flags, 1);
@@ -944,8 +946,14 @@ TEST_F(Strategy, TheCalibrationCacheIsKeptPerSchedulingMode)
         ob_config_reload();
         ob_cost_reset_for_testing();
         ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+        testing::internal::CaptureStderr();
         const ob_cost_model *m = ob_cost_model_for(0);
+        std::string log = testing::internal::GetCapturedStderr();
         EXPECT_EQ(m->source, std::strstr(m->source, mode.source)) << m->source;
+        EXPECT_EQ(std::string::npos, log.find("error")) << log;
+        EXPECT_NE(std::string::npos,
+                  log.find(std::string(mode.source) == "cache" ? "cost model from" : "calibrated"))
+            << log;
         EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
         std::string file = std::string(dir) + mode.file;
         EXPECT_EQ(0, access(file.c_str(), R_OK)) << file << " is missing";
@@ -954,6 +962,7 @@ TEST_F(Strategy, TheCalibrationCacheIsKeptPerSchedulingMode)
         }
     }
     unsetenv("FAKE_CUDA_PRIMARY_CTX_FLAGS");
+    unsetenv("OMPBATCH_VERBOSE");
     for (const char *name : {"/Fake_CUDA_Device_0-13000.cost",
                              "/Fake_CUDA_Device_0-13000-blocking.cost",
                              "/Fake_CUDA_Device_0-13000-yield.cost"})
