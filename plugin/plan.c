@@ -398,11 +398,12 @@ static void route_groups(ob_copy *copies, size_t count, const ob_plan_params *pa
 
 /* ---- strategies ---------------------------------------------------------------------------- */
 
-/* Whether a lone copy classified as device -> pageable host bounces (ob_plan_params). */
+/* Whether a lone copy classified as device -> pageable host bounces (ob_plan_params). Only
+ * choose_group asks, and choose_strategies has ruled out a disabled planner and the direct
+ * strategy before it. */
 static int lone_bounces(const ob_plan_params *params, const ob_copy *copy)
 {
-    return params->bounce_lone_d2h && !params->disabled &&
-           params->strategy != OB_STRATEGY_DIRECT && copy->category == OB_CAT_D2H_PAGEABLE &&
+    return params->bounce_lone_d2h && copy->category == OB_CAT_D2H_PAGEABLE &&
            copy->bytes < OB_LONE_STAGED_MIN_BYTES;
 }
 
