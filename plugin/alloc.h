@@ -9,6 +9,12 @@ void *ob_malloc(size_t size);
 void *ob_calloc(size_t count, size_t size);
 void *ob_realloc(void *ptr, size_t size);
 
+/* Scratch that lives for one call: large blocks are mapped from the kernel and given back
+ * whole when freed (alloc.c says why). ob_scratch_free takes the size asked for. */
+void *ob_scratch_alloc(size_t size);
+void *ob_scratch_calloc(size_t count, size_t size);
+void ob_scratch_free(void *ptr, size_t size);
+
 /* After `successes` more successful allocations, every allocation fails (returns NULL) until
  * the seam is reset with a negative value. For tests only; not thread-safe with concurrent
  * library use. */

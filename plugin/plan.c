@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "levels.h"
 #include "route.h"
 
 static int reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
@@ -136,66 +137,9 @@ static int classify(const ob_plan_params *params, ob_copy *copy)
 
 /* ---- dependency levels -------------------------------------------------------------------- */
 
-
-typedef struct conflict {
-    size_t earlier;
-    size_t later;
-} conflict;
-
-static int compare_interval(const void *a, const void *b)
+int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
 {
-    const ob_interval *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return (x->copy > y->copy) - (x->copy < y->copy);
-}
-
-static int compare_conflict(const void *a, const void *b)
-{
-    const conflict *x = a, *y = b;
-    if (x->later != y->later)
-        return x->later < y->later ? -1 : 1;
-    return (x->earlier > y->earlier) - (x->earlier < y->earlier);
-}
-
-/* Sweeps the sorted ranges keeping the ones still open; only pairs that overlap are compared,
- * so the usual case (no overlap at all) costs one sort. */
-static int collect_conflicts(const ob_interval *sorted, size_t n, conflict **out, size_t *out_count)
-{
-    size_t *open = ob_malloc((n ? n : 1) * sizeof(*open));
-    conflict *conflicts = NULL;
-    size_t count = 0, capacity = 0, open_count = 0;
-    int status = OMPBATCH_OK;
-    if (open == NULL)
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate the dependency sweep");
-    for (size_t k = 0; k < n && status == OMPBATCH_OK; k++) {
-        const ob_interval *cur = &sorted[k];
-        size_t kept = 0;
-        for (size_t o = 0; o < open_count; o++) {
-            const ob_interval *prev = &sorted[open[o]];
-            if (prev->end <= cur->start)
-                continue; /* closed: drop it */
-            open[kept++] = open[o];
-            if (prev->copy == cur->copy || !(prev->is_dst || cur->is_dst))
-                continue;
-            status = reserve((void **)&conflicts, &capacity, count + 1, sizeof(*conflicts));
-            if (status != OMPBATCH_OK)
-                break;
-            conflicts[count].earlier = prev->copy < cur->copy ? prev->copy : cur->copy;
-            conflicts[count].later = prev->copy < cur->copy ? cur->copy : prev->copy;
-            count++;
-        }
-        open_count = kept;
-        open[open_count++] = k;
-    }
-    free(open);
-    if (status != OMPBATCH_OK) {
-        free(conflicts);
-        return status;
-    }
-    *out = conflicts;
-    *out_count = count;
-    return OMPBATCH_OK;
+    return ob_levels_compute(copies, count, levels_out);
 }
 
 /* glibc's qsort allocates and copies; copies usually arrive in address order, so a linear
@@ -210,92 +154,6 @@ static void sort_unless_sorted(void *base, size_t count, size_t size,
             return;
         }
     }
-}
-
-/* Memory a destination and a source could share: device, managed, or host (pageable and
- * pinned together: a pageable range is not known to end where a pinned one starts). */
-static unsigned memory_class(const ob_mem_info *mem)
-{
-    return mem->kind == OB_MEM_DEVICE ? 1u : mem->kind == OB_MEM_MANAGED ? 2u : 4u;
-}
-
-/* The common batch, all in one direction, in address order, none overlapping, has one level:
- * when no source can lie in memory of a destination's class and the destinations are in
- * address order without overlap, this is known in one pass. */
-static int obviously_one_level(const ob_copy *copies, size_t count)
-{
-    unsigned dst_classes = 0, src_classes = 0;
-    for (size_t i = 0; i < count; i++) {
-        dst_classes |= memory_class(&copies[i].dst_mem);
-        src_classes |= memory_class(&copies[i].src_mem);
-        if (i > 0 && copies[i].dst < copies[i - 1].dst + copies[i - 1].bytes)
-            return 0;
-    }
-    return (dst_classes & src_classes) == 0;
-}
-
-static int compute_levels(ob_plan_scratch *scratch, ob_copy *copies, size_t count,
-                          unsigned *levels_out)
-{
-    *levels_out = count ? 1 : 0;
-    if (count == 0)
-        return OMPBATCH_OK;
-    if (obviously_one_level(copies, count)) {
-        for (size_t i = 0; i < count; i++)
-            copies[i].level = 0;
-        return OMPBATCH_OK;
-    }
-    int status = reserve((void **)&scratch->intervals, &scratch->interval_capacity, 4 * count,
-                         sizeof(*scratch->intervals));
-    if (status != OMPBATCH_OK)
-        return status;
-    /* Destinations and sources are sorted apart (each is usually in order already), then
-     * merged into one list by start address. */
-    ob_interval *dsts = scratch->intervals + 2 * count;
-    ob_interval *srcs = dsts + count;
-    for (size_t i = 0; i < count; i++) {
-        copies[i].level = 0;
-        dsts[i] = (ob_interval){copies[i].dst, copies[i].dst + copies[i].bytes, i, 1};
-        srcs[i] = (ob_interval){copies[i].src, copies[i].src + copies[i].bytes, i, 0};
-    }
-    sort_unless_sorted(dsts, count, sizeof(*dsts), compare_interval);
-    sort_unless_sorted(srcs, count, sizeof(*srcs), compare_interval);
-    ob_interval *all = scratch->intervals;
-    for (size_t d = 0, s = 0, k = 0; k < 2 * count; k++) {
-        if (s == count || (d < count && compare_interval(&dsts[d], &srcs[s]) <= 0))
-            all[k] = dsts[d++];
-        else
-            all[k] = srcs[s++];
-    }
-    conflict *conflicts = NULL;
-    size_t conflict_count = 0;
-    status = collect_conflicts(all, 2 * count, &conflicts, &conflict_count);
-    if (status != OMPBATCH_OK)
-        return status;
-    /* Sorted by the later copy, every pair's earlier copy has its final level when read. */
-    if (conflict_count > 1)
-        qsort(conflicts, conflict_count, sizeof(*conflicts), compare_conflict);
-    unsigned levels = 1;
-    for (size_t c = 0; c < conflict_count; c++) {
-        unsigned need = copies[conflicts[c].earlier].level + 1;
-        ob_copy *later = &copies[conflicts[c].later];
-        if (later->level < need)
-            later->level = need;
-        if (later->level + 1 > levels)
-            levels = later->level + 1;
-    }
-    free(conflicts);
-    *levels_out = levels;
-    return OMPBATCH_OK;
-}
-
-int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
-{
-    ob_plan_scratch scratch;
-    memset(&scratch, 0, sizeof(scratch));
-    int status = compute_levels(&scratch, copies, count, levels_out);
-    free(scratch.intervals);
-    return status;
 }
 
 /* ---- ordering and merging ---------------------------------------------------------------- */
@@ -570,6 +428,12 @@ static int add_step(ob_plan *plan, ob_route route, unsigned level, size_t begin,
 
 static int build_steps(ob_plan *plan, const ob_plan_params *params)
 {
+    /* Every level has a step at least: one allocation for them, not a doubling run (whose
+     * last step holds both arrays, with a level per copy 60 MB at 10^6 copies). */
+    int status = reserve((void **)&plan->steps, &plan->step_capacity, plan->levels,
+                         sizeof(*plan->steps));
+    if (status != OMPBATCH_OK)
+        return status;
     size_t begin = 0;
     while (begin < plan->count) {
         const ob_copy *first = &plan->copies[begin];
@@ -581,8 +445,7 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
         size_t chunk = first->route == OB_ROUTE_BATCH ? params->max_copies : end - begin;
         for (size_t at = begin; at < end; at += chunk) {
             size_t stop = end - at > chunk ? at + chunk : end;
-            int status = add_step(plan, first->route, first->level, at, stop);
-            if (status != OMPBATCH_OK)
+            if ((status = add_step(plan, first->route, first->level, at, stop)) != OMPBATCH_OK)
                 return status;
         }
         begin = end;
@@ -675,8 +538,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
             (status = classify(params, &plan->copies[i])) != OMPBATCH_OK)
             goto fail;
     }
-    if ((status = compute_levels(&plan->scratch, plan->copies, plan->count, &plan->levels)) !=
-        OMPBATCH_OK)
+    if ((status = ob_levels_compute(plan->copies, plan->count, &plan->levels)) != OMPBATCH_OK)
         goto fail;
     /* A source an earlier copy of this batch writes must be read in stream order, whatever
      * its map type or memory kind allowed on its own. */
@@ -726,7 +588,6 @@ void ob_plan_free(ob_plan *plan)
     free(plan->attrs);
     free(plan->attr_idxs);
     free(plan->decisions);
-    free(plan->scratch.intervals);
     memset(plan, 0, sizeof(*plan));
 }
 

@@ -21,14 +21,6 @@ typedef struct ob_step {
     size_t attr_count;
 } ob_step;
 
-/* One range of a copy in the dependency sweep. */
-typedef struct ob_interval {
-    uintptr_t start;
-    uintptr_t end;
-    size_t copy;
-    int is_dst;
-} ob_interval;
-
 /* What the planner decided for one group of copies (a level and category) that the staged
  * strategy could take: kept for ompbatch_batch_describe. */
 typedef struct ob_decision {
@@ -41,12 +33,6 @@ typedef struct ob_decision {
     int forced;               /* OMPBATCH_STRATEGY or the batch option decided, not the model */
     int lone_bounce;          /* the lone copy of a bouncing plan (ob_plan_params) */
 } ob_decision;
-
-/* Buffers the planner reuses from one plan to the next. */
-typedef struct ob_plan_scratch {
-    ob_interval *intervals;
-    size_t interval_capacity;
-} ob_plan_scratch;
 
 typedef struct ob_plan {
     ob_copy *copies;     /* planned copies in execution order */
@@ -70,7 +56,6 @@ typedef struct ob_plan {
     size_t decision_capacity;
     const char *cost_source;  /* the model's source, when one was asked */
     unsigned long generation; /* new, process-wide, whenever the plan is (re)built */
-    ob_plan_scratch scratch;
 } ob_plan;
 
 /* A lone copy smaller than this is not classified (plan.c, plan_lone_copy): never staged. On

@@ -2,11 +2,13 @@
 // memory (no driver) so every case is exact and fast.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 extern "C" {
+#include "plugin/levels.h"
 #include "plugin/plan.h"
 #include "plugin/route.h"
 }
@@ -92,6 +94,71 @@ TEST(PlanLevels, LongChainGetsOneLevelPerLink)
     EXPECT_EQ(10u, levels);
     for (size_t i = 0; i < copies.size(); i++)
         EXPECT_EQ(i, copies[i].level);
+}
+
+// The definition, pair by pair: copy j is one level after every earlier copy it conflicts
+// with (a destination overlapping the other's source or destination).
+std::vector<unsigned> reference_levels(const std::vector<ob_copy> &copies, unsigned *levels)
+{
+    auto overlap = [](uintptr_t a, size_t n, uintptr_t b, size_t m) {
+        return a < b + m && b < a + n;
+    };
+    std::vector<unsigned> level(copies.size(), 0);
+    *levels = copies.empty() ? 0 : 1;
+    for (size_t j = 0; j < copies.size(); j++) {
+        const ob_copy &y = copies[j];
+        for (size_t i = 0; i < j; i++) {
+            const ob_copy &x = copies[i];
+            if (overlap(x.dst, x.bytes, y.dst, y.bytes) || overlap(x.dst, x.bytes, y.src, y.bytes) ||
+                overlap(x.src, x.bytes, y.dst, y.bytes))
+                level[j] = std::max(level[j], level[i] + 1);
+        }
+        *levels = std::max(*levels, level[j] + 1);
+    }
+    return level;
+}
+
+// Random batches in a small arena (dense and sparse overlap, ranges sharing ends, copies in
+// address order and not): each way of finding the levels gives exactly the pairwise levels.
+TEST(PlanLevels, EveryWayMatchesThePairwiseDefinition)
+{
+    uint64_t state = 0x5EED;
+    auto next = [&state] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    const uintptr_t base = 0x100000;
+    for (int round = 0; round < 3000; round++) {
+        size_t n = 1 + next() % (round % 10 == 0 ? 400 : 40);
+        size_t arena = 16 + next() % (round % 3 == 0 ? 64 : 4096);
+        size_t longest = 1 + next() % std::min<size_t>(64, arena / 4);
+        bool ordered = round % 4 == 0;
+        std::vector<ob_copy> copies;
+        for (size_t i = 0; i < n; i++) {
+            size_t bytes = 1 + next() % longest, d, s;
+            do {
+                d = ordered ? (i * bytes) % arena : next() % arena;
+                s = next() % arena;
+            } while (d < s + bytes && s < d + bytes);
+            ob_copy c = host_copy(nullptr, nullptr, bytes, i);
+            c.dst = base + d;
+            c.src = base + s;
+            copies.push_back(c);
+        }
+        unsigned want_levels = 0;
+        std::vector<unsigned> want = reference_levels(copies, &want_levels);
+        for (ob_levels_way way : {OB_LEVELS_AUTO, OB_LEVELS_PAIRS, OB_LEVELS_TREES}) {
+            std::vector<ob_copy> got = copies;
+            unsigned levels = 0;
+            ASSERT_EQ(OMPBATCH_OK, ob_levels_compute_way(got.data(), got.size(), &levels, way));
+            ASSERT_EQ(want_levels, levels) << "round " << round << ", way " << way;
+            for (size_t i = 0; i < n; i++)
+                ASSERT_EQ(want[i], got[i].level)
+                    << "round " << round << ", way " << way << ", copy " << i;
+        }
+    }
 }
 
 TEST(PlanBuild, SkipsZeroByteCopiesAndCountsThem)
