@@ -125,20 +125,55 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The spans seen so far that reach furthest, for two different owners: any span still open
+ * whose owner differs from a given one is found among these two. */
+typedef struct furthest {
+    const span *first;  /* the span reaching furthest */
+    const span *second; /* the one reaching furthest among other owners than first's */
+} furthest;
+
+static void note_furthest(furthest *f, const span *s)
+{
+    if (f->first == NULL || s->end > f->first->end) {
+        if (f->first != NULL && f->first->who != s->who)
+            f->second = f->first;
+        f->first = s;
+    } else if (s->who != f->first->who && (f->second == NULL || s->end > f->second->end)) {
+        f->second = s;
+    }
+}
+
+/* A span of f still open at s's start whose owner is not s's, or NULL. */
+static const span *open_other(const furthest *f, const span *s)
+{
+    const span *c = f->first != NULL && f->first->who == s->who ? f->second : f->first;
+    return c != NULL && c->end > s->start ? c : NULL;
+}
+
+static int refuse_pair(const span *a, const span *b)
+{
+    size_t first = a->index < b->index ? a->index : b->index;
+    size_t second = a->index ^ b->index ^ first;
+    return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                   "copies %zu and %zu run on different devices' streams and touch the same "
+                   "memory at %#lx, one writing it; their order would not be kept: put them in "
+                   "separate batches",
+                   first, second, (unsigned long)(a->start > b->start ? a->start : b->start));
+}
+
 /* The parts run concurrently, so the order of two copies of different parts that touch the
  * same bytes (one writing) is not kept: refuse, naming both. Same-part copies are ordered by
- * the part's own planner (or, for peer copies, by their stream). */
+ * the part's own planner (or, for peer copies, by their stream). One sweep in address order:
+ * a span conflicts with an earlier one of another owner exactly when such a writer is still
+ * open (or, for a writer, any such span), and the furthest-reaching two of different owners
+ * answer that, so no pair is ever listed. */
 static int check_conflicts(const ob_multi *m)
 {
     size_t n = 0;
     span *spans = ob_malloc((2 * m->count + 1) * sizeof(*spans));
-    span *active = ob_malloc((2 * m->count + 1) * sizeof(*active));
-    if (spans == NULL || active == NULL) {
-        free(spans);
-        free(active);
+    if (spans == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot check %zu copies for conflicts",
                        m->count);
-    }
     for (size_t i = 0; i < m->count; i++) {
         const ob_multi_copy *c = &m->copies[i];
         if (c->bytes == 0)
@@ -149,33 +184,19 @@ static int check_conflicts(const ob_multi *m)
         spans[n++] = (span){c->src, c->src + c->bytes, who, 0, i};
     }
     qsort(spans, n, sizeof(*spans), by_start);
-    size_t live = 0;
+    furthest writers = {NULL, NULL}, any = {NULL, NULL};
     int status = OMPBATCH_OK;
     for (size_t s = 0; s < n && status == OMPBATCH_OK; s++) {
-        size_t kept = 0;
-        for (size_t a = 0; a < live && status == OMPBATCH_OK; a++) {
-            if (active[a].end <= spans[s].start)
-                continue; /* ended before this one starts: drop it */
-            active[kept++] = active[a];
-            if (active[a].who != spans[s].who && (active[a].writes || spans[s].writes)) {
-                size_t first = active[a].index < spans[s].index ? active[a].index
-                                                                : spans[s].index;
-                size_t second = active[a].index ^ spans[s].index ^ first;
-                status = ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                                 "copies %zu and %zu run on different devices' streams and "
-                                 "touch the same memory at %#lx, one writing it; their order "
-                                 "would not be kept: put them in separate batches",
-                                 first, second,
-                                 (unsigned long)(spans[s].start > active[a].start
-                                                     ? spans[s].start
-                                                     : active[a].start));
-            }
-        }
-        live = kept;
-        active[live++] = spans[s];
+        const span *other = open_other(&writers, &spans[s]);
+        if (other == NULL && spans[s].writes)
+            other = open_other(&any, &spans[s]);
+        if (other != NULL)
+            status = refuse_pair(other, &spans[s]);
+        note_furthest(&any, &spans[s]);
+        if (spans[s].writes)
+            note_furthest(&writers, &spans[s]);
     }
     free(spans);
-    free(active);
     return status;
 }
 
