@@ -553,6 +553,8 @@ static int plan_copies(ompbatch_batch *batch, int take)
     ob_plan_params params;
     memset(&params, 0, sizeof(params));
     params.driver = batch->exec.driver;
+    if (params.driver == NULL && !batch->hook_mode && ob_driver_get()->loaded)
+        params.host_driver = ob_driver_get();
     params.cache = &batch->cache;
     params.attrs.device_ordinal = batch->device.ordinal;
     params.attrs.synchronous = batch->options.synchronous;

@@ -56,6 +56,23 @@ static int check_side(const ob_plan_params *params, const ob_copy *copy, const c
     return OMPBATCH_OK;
 }
 
+/* A side of a batch whose copies run with memcpy (plan.h, host_driver). */
+static int check_memcpy_side(const ob_copy *copy, const char *name, uintptr_t ptr, ob_side side,
+                             const ob_mem_info *mem)
+{
+    if (mem->kind != OB_MEM_DEVICE)
+        return OMPBATCH_OK;
+    if (side == OB_SIDE_HOST)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "copy %zu: %s %#" PRIxPTR " is device memory of device %d, but its device "
+                       "number names the host",
+                       copy->index, name, ptr, mem->ordinal);
+    return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                   "copy %zu: %s %#" PRIxPTR " is device memory of CUDA device %d, but the "
+                   "batch's device is not a CUDA device (its copies run with memcpy)",
+                   copy->index, name, ptr, mem->ordinal);
+}
+
 static int check_self_overlap(const ob_copy *copy)
 {
     if (ranges_overlap(copy->dst, copy->bytes, copy->src, copy->bytes))
@@ -110,7 +127,8 @@ static int classify_side(const ob_plan_params *params, const ob_copy *copy, uint
         trusted_device(params, ptr, copy->bytes, out);
         return OMPBATCH_OK;
     }
-    return ob_mem_classify(params->driver, params->cache, ptr, out);
+    return ob_mem_classify(params->driver != NULL ? params->driver : params->host_driver,
+                           params->cache, ptr, out);
 }
 
 static int classify(const ob_plan_params *params, ob_copy *copy)
@@ -125,6 +143,12 @@ static int classify(const ob_plan_params *params, ob_copy *copy)
                                  &copy->dst_mem)) != OMPBATCH_OK ||
             (status = check_side(params, copy, "src", copy->src, copy->src_side,
                                  &copy->src_mem)) != OMPBATCH_OK)
+            return status;
+    } else if (params->host_driver != NULL) {
+        if ((status = check_memcpy_side(copy, "dst", copy->dst, copy->dst_side,
+                                        &copy->dst_mem)) != OMPBATCH_OK ||
+            (status = check_memcpy_side(copy, "src", copy->src, copy->src_side,
+                                        &copy->src_mem)) != OMPBATCH_OK)
             return status;
     }
     copy->category = ob_route_category(copy);
@@ -533,7 +557,9 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
         return build_steps(plan, params);
     }
     for (size_t i = 0; i < plan->count; i++) {
-        const ob_copy *prev = i > 0 && params->driver != NULL ? &plan->copies[i - 1] : NULL;
+        const ob_copy *prev = i > 0 && (params->driver != NULL || params->host_driver != NULL)
+                                  ? &plan->copies[i - 1]
+                                  : NULL;
         if (!classify_like(prev, &plan->copies[i]) &&
             (status = classify(params, &plan->copies[i])) != OMPBATCH_OK)
             goto fail;

@@ -69,6 +69,11 @@ typedef struct ob_plan {
 
 typedef struct ob_plan_params {
     const ob_driver *driver;   /* NULL: host backend only, nothing classified */
+    /* A batch that is not a CUDA device's (the host's, a host-offload device's) runs its
+     * copies with memcpy, which cannot touch CUDA device memory: where a driver is loaded,
+     * its sides are classified through this driver to refuse such memory. NULL: they are
+     * not (no driver, or the hook's batches, whose sides come from the runtime's tables). */
+    const ob_driver *host_driver;
     ob_mem_cache *cache;       /* required when driver is set */
     ob_attr_context attrs;     /* device_ordinal is the batch's CUDA device */
     ompbatch_batch_form form;

@@ -668,6 +668,49 @@ TEST_F(FakeDriver, ALoneHostNamedCopyOfDeviceMemoryIsLeftToTheDriver)
     EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 64));
 }
 
+// A host batch copies with memcpy, which cannot touch device memory: with a driver loaded it
+// classifies its sides and refuses device memory (one copy or many, either side, the batch
+// API and the one-shot call alike), writing nothing; host memory of every kind still copies.
+TEST_F(FakeDriver, AHostBatchRefusesDeviceMemory)
+{
+    Buffer dev(DEVICE, 4096), pinned(PINNED, 4096), pageable(PAGEABLE, 4096);
+    pinned.fill(41);
+    std::vector<unsigned char> poison(4096, 0xA5);
+    for (size_t copies : {1, 3}) {
+        SCOPED_TRACE(std::to_string(copies) + " copies");
+        Batch host(H);
+        for (size_t i = 0; i + 1 < copies; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(host.b, pageable.ptr + 1024 + 64 * i, H,
+                                                      pinned.ptr + 64 * i, H, 64, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(host.b, dev.ptr, H, pinned.ptr, H, 64, 0));
+        EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(host.b));
+        EXPECT_TRUE(message_has("copy " + std::to_string(copies - 1) + ": dst") &&
+                    message_has("is device memory of device 0, but its device number names "
+                                "the host"))
+            << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(host.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(host.b, pageable.ptr, H, dev.ptr, H, 64, 0));
+        EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(host.b));
+        EXPECT_TRUE(message_has("copy 0: src")) << ompbatch_last_error();
+    }
+    EXPECT_EQ(0, std::memcmp(dev.ptr, poison.data(), 4096)) << "a refused copy wrote";
+    EXPECT_EQ(0, std::memcmp(pageable.ptr, poison.data(), 4096)) << "a refused copy wrote";
+    void *dst[] = {pageable.ptr, dev.ptr + 512};
+    const void *src[] = {pinned.ptr, pinned.ptr + 512};
+    size_t len[] = {100, 100};
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 2, H, H));
+    EXPECT_TRUE(message_has("copy 1: dst")) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(pageable.ptr, poison.data(), 4096)) << "a refused batch wrote";
+    // Host memory of both kinds copies as before.
+    dst[1] = pinned.ptr + 2048;
+    src[1] = pageable.ptr + 3000;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 2, H, H))
+        << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(pageable.ptr, pinned.ptr, 100));
+    EXPECT_EQ(0, std::memcmp(pinned.ptr + 2048, poison.data(), 100));
+}
+
 TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);

@@ -28,6 +28,11 @@ inline bool message_has(const char *needle)
     return std::strstr(ompbatch_last_error(), needle) != nullptr;
 }
 
+inline bool message_has(const std::string &needle)
+{
+    return message_has(needle.c_str());
+}
+
 // The path Bazel gave the test, kept before any test changes the variable.
 inline const std::string &fake_library_path()
 {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ompbatch.h"
@@ -663,6 +664,62 @@ TEST_F(GpuTest, DriverOfCuda13ServesBothBatchForms)
         << "cuGetProcAddress(cuMemcpyBatchAsync, 12080) found nothing";
     EXPECT_NE(driver->fn.cuMemcpyBatchAsync_v13000, nullptr)
         << "cuGetProcAddress(cuMemcpyBatchAsync, 13000) found nothing";
+}
+
+// A host batch copies with memcpy: on a thread with no context current, pageable and pinned
+// host memory still copy byte for byte, and device memory is refused (memcpy would read or
+// write it on the CPU), naming the copy, with nothing written.
+TEST_F(GpuTest, AHostBatchCopiesHostMemoryAndRefusesDeviceMemory)
+{
+    Buffer pinned("pinned"), pageable("pageable"), device("device");
+    ASSERT_TRUE(pinned.Alloc(HARNESS_MEM_PINNED, 64 * kKiB));
+    ASSERT_TRUE(pageable.Alloc(HARNESS_MEM_PAGEABLE, 64 * kKiB));
+    ASSERT_TRUE(device.Alloc(HARNESS_MEM_DEVICE, 64 * kKiB));
+    std::vector<uint8_t> data(64 * kKiB);
+    harness_fill_random(&rng_, data.data(), data.size());
+    ASSERT_EQ(harness_write(pinned.Raw(), 0, data.data(), data.size()), 0) << harness_last_error();
+    ASSERT_EQ(harness_poison(pageable.Raw(), kPoison), 0) << harness_last_error();
+    ASSERT_EQ(harness_poison(device.Raw(), kPoison), 0) << harness_last_error();
+    std::string failure;
+    std::thread worker([&] {
+        ompbatch_batch *batch = nullptr;
+        int status = ompbatch_batch_create(&batch, kHost, nullptr, nullptr);
+        for (size_t i = 0; i < 16 && status == OMPBATCH_OK; i++)
+            status = ompbatch_batch_add(batch, pageable.At(i * 4096), kHost, pinned.At(i * 4096),
+                                        kHost, 1000 + i, 0);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(batch);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(batch);
+        if (status != OMPBATCH_OK)
+            failure = std::string("host copies: ") + ompbatch_last_error();
+        if (status == OMPBATCH_OK && (status = ompbatch_batch_reset(batch)) == OMPBATCH_OK) {
+            ompbatch_batch_add(batch, pageable.At(0), kHost, pinned.At(0), kHost, 64, 0);
+            ompbatch_batch_add(batch, device.At(0), kHost, pinned.At(0), kHost, 64, 0);
+            status = ompbatch_batch_submit(batch);
+            if (status != OMPBATCH_ERR_INVALID_ARGUMENT ||
+                std::strstr(ompbatch_last_error(), "copy 1: dst") == nullptr ||
+                std::strstr(ompbatch_last_error(), "names the host") == nullptr)
+                failure = std::string("device memory in a host batch: ") +
+                          ompbatch_err_name(status) + ": " + ompbatch_last_error();
+        }
+        ompbatch_batch_destroy(batch);
+    });
+    worker.join();
+    EXPECT_EQ(failure, "");
+    std::vector<uint8_t> back(64 * kKiB);
+    ASSERT_EQ(harness_read(pageable.Raw(), 0, back.data(), back.size()), 0) << harness_last_error();
+    for (size_t i = 0; i < 16; i++) {
+        EXPECT_EQ(harness_compare(data.data() + i * 4096, back.data() + i * 4096, 1000 + i,
+                                  nullptr),
+                  0)
+            << "piece " << i << ": " << harness_last_error();
+        EXPECT_EQ(back[i * 4096 + 1000 + i], kPoison) << "past piece " << i;
+    }
+    ASSERT_EQ(harness_read(device.Raw(), 0, back.data(), back.size()), 0) << harness_last_error();
+    std::vector<uint8_t> poison(64 * kKiB, kPoison);
+    EXPECT_EQ(harness_compare(poison.data(), back.data(), back.size(), nullptr), 0)
+        << "a refused copy wrote device memory: " << harness_last_error();
 }
 
 // ---- the harness itself -----------------------------------------------------------------------
