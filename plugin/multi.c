@@ -34,6 +34,7 @@ struct ob_multi {
     part parts[OB_MULTI_MAX];
     ob_mem_cache cache; /* for checking peer copies' memory */
     size_t peer_copies, peer_bytes, peer_calls; /* of the last submit */
+    size_t zero_copies;                         /* of the last submit: skipped */
 };
 
 /* Peer access asked once per ordered pair: 0 not yet, 1 enabled, 2 not available. */
@@ -239,8 +240,15 @@ static int distribute(ob_multi *m)
                 return status;
         }
     }
+    m->zero_copies = 0;
     for (size_t i = 0; i < m->count; i++) {
         const ob_multi_copy *c = &m->copies[i];
+        /* Zero-byte copies are skipped, as in any batch: their pointers may be NULL, and a
+         * part's planner would see NULL as pageable host memory. */
+        if (c->bytes == 0) {
+            m->zero_copies++;
+            continue;
+        }
         const ob_device *run = runner(m, c);
         part *p = &m->parts[is_gpu(run) ? run->ordinal : 0];
         int status;
@@ -455,6 +463,7 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
         out->staging_refused += s.staging_refused;
         out->batch_fallbacks += s.batch_fallbacks;
     }
+    out->copies_zero += multi->zero_copies;
     out->copies_planned += multi->peer_calls;
     out->driver_calls += multi->peer_calls;
     out->copies_done += multi->peer_copies;

@@ -407,6 +407,46 @@ TEST_F(MultiDevice, OverlapAcrossDevicesIsRefused)
     EXPECT_EQ(0u, pending()) << "a refused batch left copies running";
 }
 
+// Zero-byte copies are skipped in batches across GPUs as in any batch, NULL pointers and all:
+// the one-shot call between two GPUs and a batch spanning GPUs both move the other copies.
+TEST_F(MultiDevice, ZeroByteCopiesBetweenGpusAreSkipped)
+{
+    Buffer d0(DEVICE, 8192, 0), d1(DEVICE, 8192, 1), seed(PINNED, 8192);
+    seed.fill(61);
+    {
+        Batch own(0);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(own.b, d0.ptr, 0, seed.ptr, H, 8192, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(own.b));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(own.b));
+    }
+    void *dst[] = {d1.ptr + 100, nullptr, d1.ptr + 1000};
+    const void *src[] = {d0.ptr, nullptr, d0.ptr + 4000};
+    size_t len[] = {100, 0, 300};
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 3, 1, 0))
+        << ompbatch_last_error();
+    EXPECT_EQ(0xA5, d1.ptr[99]);
+    EXPECT_EQ(0, std::memcmp(d1.ptr + 100, d0.ptr, 100));
+    EXPECT_EQ(0xA5, d1.ptr[200]);
+    EXPECT_EQ(0, std::memcmp(d1.ptr + 1000, d0.ptr + 4000, 300));
+    EXPECT_EQ(0xA5, d1.ptr[1300]);
+    // In a batch of device 0 spanning both GPUs: a NULL zero-byte copy between them, and one
+    // between the host and device 1.
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr + 2000, 1, d0.ptr + 500, 0, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, nullptr, 1, nullptr, 0, 0, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, nullptr, 1, nullptr, H, 0, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr + 3000, 1, seed.ptr + 100, H, 50,
+                                              0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(d1.ptr + 2000, d0.ptr + 500, 64));
+    EXPECT_EQ(0, std::memcmp(d1.ptr + 3000, seed.ptr + 100, 50));
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(4u, s.copies_added);
+    EXPECT_EQ(2u, s.copies_zero);
+    EXPECT_EQ(2u, s.copies_done);
+}
+
 // A copy between GPUs must name the devices that hold its memory.
 TEST_F(MultiDevice, APeerCopyNamingTheWrongDeviceIsRefused)
 {
