@@ -771,18 +771,27 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     return status;
 }
 
+void ob_batch_forget_memory_now(ompbatch_batch *batch)
+{
+    ob_mem_cache_clear(&batch->cache);
+    batch->plan_reusable = 0;
+}
+
 int ompbatch_batch_forget_memory(ompbatch_batch *batch)
 {
     int checked = check_batch(batch);
     if (checked != OMPBATCH_OK)
         return checked;
-    if (batch->state == BATCH_OPEN && batch->count > 0)
+    /* Copies naming other GPUs are held by the multi-device state, not counted in `count`. */
+    size_t pending = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+    if (batch->state == BATCH_OPEN && pending > 0)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "the batch holds %zu copies not yet submitted; submit or reset it first",
-                       batch->count);
-    ob_mem_cache_clear(&batch->cache);
-    batch->plan_reusable = 0;
-    return batch->multi != NULL ? ob_multi_forget_memory(batch->multi) : OMPBATCH_OK;
+                       pending);
+    ob_batch_forget_memory_now(batch);
+    if (batch->multi != NULL)
+        ob_multi_forget_memory(batch->multi);
+    return OMPBATCH_OK;
 }
 
 void ob_batch_set_hook_mode(ompbatch_batch *batch)

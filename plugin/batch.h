@@ -28,6 +28,9 @@ void ob_batch_set_label(ompbatch_batch *batch, const char *label);
 /* The OpenMP device number the batch was created for. */
 int ob_batch_device_number(const ompbatch_batch *batch);
 
+/* Drops what the batch learnt about memory and its plan, whatever its state. */
+void ob_batch_forget_memory_now(ompbatch_batch *batch);
+
 /* Drops what the batch learnt about device (and managed) memory, keeping host entries. */
 void ob_batch_forget_device_memory(ompbatch_batch *batch);
 

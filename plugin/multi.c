@@ -473,18 +473,12 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
     out->copies_added = multi->count;
 }
 
-int ob_multi_forget_memory(ob_multi *multi)
+void ob_multi_forget_memory(ob_multi *multi)
 {
     ob_mem_cache_clear(&multi->cache);
-    int first = OMPBATCH_OK;
-    for (int d = 0; d < OB_MULTI_MAX; d++) {
-        if (multi->parts[d].batch == NULL)
-            continue;
-        int status = ompbatch_batch_forget_memory(multi->parts[d].batch);
-        if (first == OMPBATCH_OK)
-            first = status;
-    }
-    return first;
+    for (int d = 0; d < OB_MULTI_MAX; d++)
+        if (multi->parts[d].batch != NULL)
+            ob_batch_forget_memory_now(multi->parts[d].batch);
 }
 
 int ob_multi_destroy(ob_multi *multi)

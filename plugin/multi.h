@@ -45,7 +45,9 @@ int ob_multi_wait(ob_multi *multi);
 int ob_multi_reset(ob_multi *multi);
 /* The parts' statistics of the last submit, summed; copies_added is the caller's count. */
 void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out);
-int ob_multi_forget_memory(ob_multi *multi);
+/* Forgets what the parts learnt about memory, whatever their state (a part a failed submit
+ * never reached still holds its copies: the next submit refills it). */
+void ob_multi_forget_memory(ob_multi *multi);
 /* Waits and frees everything; returns the first failure. */
 int ob_multi_destroy(ob_multi *multi);
 

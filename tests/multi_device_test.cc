@@ -447,6 +447,37 @@ TEST_F(MultiDevice, ZeroByteCopiesBetweenGpusAreSkipped)
     EXPECT_EQ(2u, s.copies_done);
 }
 
+// forget_memory is refused while a batch spanning GPUs holds copies not yet submitted (all of
+// them naming another GPU, so none counted by the batch's own device), and allowed after a
+// submit, also one that failed in a part before later parts were submitted.
+TEST_F(MultiDevice, ForgetMemoryFollowsTheStateOfABatchSpanningGpus)
+{
+    Buffer d0(DEVICE, 8192, 0), d1(DEVICE, 8192, 1), pinned(PINNED, 8192);
+    pinned.fill(62);
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, pinned.ptr, H, 64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_forget_memory(batch.b));
+    EXPECT_TRUE(message_has("holds 1 copies not yet submitted")) << ompbatch_last_error();
+    // Device 0's part fails in its planner (pinned memory named as device 0's); device 1's
+    // part, after it, is never submitted.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr, 0, pinned.ptr + 100, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, pinned.ptr + 4096, 0, pinned.ptr + 200, H,
+                                              64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("copy 2 (in device 0's part)")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0u, pending());
+    // The batch works again, both parts.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, pinned.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr, 0, pinned.ptr + 100, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(d1.ptr, pinned.ptr, 64));
+    EXPECT_EQ(0, std::memcmp(d0.ptr, pinned.ptr + 100, 64));
+}
+
 // A copy between GPUs must name the devices that hold its memory.
 TEST_F(MultiDevice, APeerCopyNamingTheWrongDeviceIsRefused)
 {
