@@ -35,15 +35,24 @@ static int add_all(ompbatch_batch *batch, void *const *dst, const void *const *s
                    size_t count, int dst_device_num, int src_device_num)
 {
     for (size_t i = 0; i < count; i++) {
-        size_t doff = dst_offset ? dst_offset[i] : 0;
-        size_t soff = src_offset ? src_offset[i] : 0;
+        if (length[i] == 0) {
+            int status = ompbatch_batch_add(batch, NULL, dst_device_num, NULL, src_device_num,
+                                            0, 0);
+            if (status != OMPBATCH_OK)
+                return status;
+            continue;
+        }
+        /* Offsets are added as integers and checked before a pointer is formed: a pointer
+         * moved outside its object (or off NULL) is undefined even when never used. */
         uintptr_t d = (uintptr_t)dst[i], s = (uintptr_t)src[i];
-        if (length[i] > 0 && (d + doff < d || s + soff < s))
+        size_t doff = dst_offset ? dst_offset[i] : 0, soff = src_offset ? src_offset[i] : 0;
+        if (d == 0 || s == 0)
+            return ob_fail(OMPBATCH_ERR_NULL_POINTER, "copy %zu: %s is NULL", i,
+                           d == 0 ? "dst" : "src");
+        if (d + doff < d || s + soff < s)
             return ob_fail(OMPBATCH_ERR_OVERFLOW, "copy %zu: pointer plus offset overflows", i);
-        int status = ompbatch_batch_add(batch, length[i] ? (char *)dst[i] + doff : NULL,
-                                        dst_device_num,
-                                        length[i] ? (const char *)src[i] + soff : NULL,
-                                        src_device_num, length[i], 0);
+        int status = ompbatch_batch_add(batch, (void *)(d + doff), dst_device_num,
+                                        (const void *)(s + soff), src_device_num, length[i], 0);
         if (status != OMPBATCH_OK)
             return status;
     }
