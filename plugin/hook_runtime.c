@@ -64,6 +64,10 @@ static void look_up(void)
     if (runtime.get_default_device == NULL)
         remember_missing("omp_get_default_device");
     runtime.complete = runtime.missing[0] == '\0';
+    runtime.present = runtime.begin != NULL || runtime.end != NULL || runtime.update != NULL ||
+                      runtime.begin_nowait != NULL || runtime.end_nowait != NULL ||
+                      runtime.update_nowait != NULL || runtime.kernel != NULL ||
+                      runtime.register_lib != NULL || runtime.register_requires != NULL;
     Dl_info info;
     if (runtime.begin != NULL && dladdr((void *)runtime.begin, &info) != 0 &&
         info.dli_fname != NULL) {

@@ -8,6 +8,7 @@
 
 typedef struct ob_hook_runtime {
     int complete;             /* every entry point below was found */
+    int present;              /* any libomptarget entry point (__tgt_*) was found */
     int major;                /* LLVM major version of libomptarget; 0 if unknown */
     char path[256];           /* the library the entry points came from */
     char missing[128];        /* first entry point not found, when !complete */

@@ -67,7 +67,11 @@ static void setup(void)
     const ob_hook_runtime *rt = ob_hook_runtime_get();
     atomic_store(&enabled, !ob_config_get()->disable);
     static atomic_int said;
-    if (!rt->complete) {
+    if (!rt->present) {
+        /* A program without OpenMP offload (one that calls the API only) has nothing to hook:
+         * not a problem to warn about. */
+        ob_log(1, "hook: no OpenMP offload runtime is present: nothing to hook");
+    } else if (!rt->complete) {
         say_once(&said, "the OpenMP offload runtime lacks %s (hook expects libomptarget %d); "
                  "forwarding every call unchanged", rt->missing, OB_KNOWN_RUNTIME_MAJOR);
     } else if (rt->major != OB_KNOWN_RUNTIME_MAJOR) {
