@@ -41,7 +41,56 @@ struct Buffers {
     Buffer device{DEVICE, 1 << 16};
     Buffer back_pinned{PINNED, 1 << 16};
     Buffer back_pageable{PAGEABLE, 1 << 16};
+    Buffer device1{DEVICE, 1 << 16, 1};
 };
+
+// A batch run to completion; its status, with the message in *why on failure. The batch is
+// destroyed either way.
+int Finish(ompbatch_batch *batch, int status, std::string *why)
+{
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_submit(batch);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_wait(batch);
+    if (status != OMPBATCH_OK && why != nullptr)
+        *why = ompbatch_last_error();
+    if (batch != nullptr)
+        ompbatch_batch_destroy(batch);
+    return status;
+}
+
+// Past the strategies' bytes: a host batch, whose sides the driver classifies (device memory
+// would be refused), and a batch of device 0 spanning both GPUs with a zero-byte copy between
+// them (skipped) beside a real one.
+int HostAndAcrossGpus(Buffers &b, std::string *why)
+{
+    const size_t at = 61440, n = 1000;
+    std::memset(b.device1.ptr, 0xA5, n);
+    ompbatch_batch *host = nullptr;
+    int status = ompbatch_batch_create(&host, H, nullptr, nullptr);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_add(host, b.back_pageable.ptr + at, H, b.pinned.ptr + at, H, n, 0);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_add(host, b.back_pinned.ptr + at, H, b.pageable.ptr + at, H, n, 0);
+    if ((status = Finish(host, status, why)) != OMPBATCH_OK)
+        return status;
+    ompbatch_batch *across = nullptr;
+    status = ompbatch_batch_create(&across, 0, nullptr, nullptr);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_add(across, b.device1.ptr, 1, b.device.ptr, 0, n, 0);
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_add(across, nullptr, 1, nullptr, 0, 0, 0);
+    if ((status = Finish(across, status, why)) != OMPBATCH_OK)
+        return status;
+    if (std::memcmp(b.back_pageable.ptr + at, b.pinned.ptr + at, n) != 0 ||
+        std::memcmp(b.back_pinned.ptr + at, b.pageable.ptr + at, n) != 0 ||
+        std::memcmp(b.device1.ptr, b.device.ptr, n) != 0) {
+        if (why != nullptr)
+            *why = "bytes differ: the host batch or the batch across GPUs";
+        return -1000;
+    }
+    return OMPBATCH_OK;
+}
 
 // One workload: every strategy, host to device from pinned and pageable memory, device to
 // device, then back to pinned and pageable memory. Returns the first failing status (with the
@@ -103,7 +152,7 @@ int Workload(Buffers &b, uint64_t seed, std::string *why)
             }
         }
     }
-    return OMPBATCH_OK;
+    return HostAndAcrossGpus(b, why);
 }
 
 class FaultSweep : public FakeDriver {};

@@ -41,6 +41,8 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(submitted, dev.ptr, 0, pinned.ptr, H, 64, 0));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(submitted));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(submitted));
+    ompbatch_batch *host_batch = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&host_batch, H, nullptr, nullptr));
     ompbatch_batch *dead = nullptr;
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&dead, 0, nullptr, nullptr));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(dead));
@@ -63,6 +65,18 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
     void *one_dst[1] = {g};
     const void *one_src[1] = {p};
     size_t one_len[1] = {16}, zero_off[1] = {0}, huge_off[1] = {SIZE_MAX - 4};
+    // A pair of copies (so that they are classified) whose second reaches past half the
+    // address space without wrapping it, and a NULL entry with an offset.
+    void *two_dst[2] = {g, g};
+    const void *two_src[2] = {p, p + 64};
+    size_t two_len[2] = {16, 16}, far_off[2] = {0, (size_t)1 << 63};
+    void *null_dst[1] = {nullptr};
+    size_t some_off[1] = {64};
+    void *peer_dst[2] = {other_dev.ptr + 512, nullptr};
+    const void *peer_src[2] = {g, nullptr};
+    size_t peer_len[2] = {100, 0};
+    void *host_dst[1] = {host.data()};
+    const void *dev_src[1] = {g};
 
     std::vector<Case> cases = {
         // NULL pointers and arrays.
@@ -125,6 +139,24 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
          OMPBATCH_OK, nullptr},
         {"zero", "a zero-byte copy of NULLs",
          [&] { return ompbatch_batch_add(b, nullptr, 0, nullptr, H, 0, 0); }, OMPBATCH_OK, nullptr},
+        {"zero", "memcpy_batch between GPUs with a zero length",
+         [&] {
+             return ompbatch_target_memcpy_batch(peer_dst, peer_src, peer_len, nullptr, nullptr,
+                                                 2, 1, 0);
+         },
+         OMPBATCH_OK, nullptr},
+        {"zero", "a NULL zero-byte copy between GPUs in a batch spanning them",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, other_dev.ptr + 1024, 1, g, 0, 100, 0);
+             ompbatch_batch_add(b, nullptr, 1, nullptr, 0, 0, 0);
+             int status = ompbatch_batch_submit(b);
+             if (status == OMPBATCH_OK)
+                 status = ompbatch_batch_wait(b);
+             ompbatch_batch_reset(b);
+             return status;
+         },
+         OMPBATCH_OK, nullptr},
         // Sizes that wrap the address space.
         {"overflow", "dst + bytes", [&] { return ompbatch_batch_add(b, high, 0, p, H, 64, 0); },
          OMPBATCH_ERR_OVERFLOW, "dst"},
@@ -139,6 +171,18 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
                                                  0, H);
          },
          OMPBATCH_ERR_OVERFLOW, "copy 0"},
+        {"overflow", "memcpy_batch offset past half the address space",
+         [&] {
+             return ompbatch_target_memcpy_batch(two_dst, two_src, two_len, far_off, nullptr, 2,
+                                                 0, H);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "copy 1: dst"},
+        {"null", "memcpy_batch NULL entry with an offset",
+         [&] {
+             return ompbatch_target_memcpy_batch(null_dst, one_src, one_len, some_off, nullptr,
+                                                 1, 0, H);
+         },
+         OMPBATCH_ERR_NULL_POINTER, "copy 0: dst is NULL"},
         // Device numbers out of range or not matching.
         {"device", "create 7", [&] { return ompbatch_batch_create(&out, 7, nullptr, nullptr); },
          OMPBATCH_ERR_INVALID_DEVICE, "7"},
@@ -235,6 +279,26 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
              return ompbatch_batch_submit(b);
          },
          OMPBATCH_ERR_INVALID_ARGUMENT, "not memory of device 0"},
+        {"memory", "device memory as a host batch's destination",
+         [&] {
+             ompbatch_batch_reset(host_batch);
+             ompbatch_batch_add(host_batch, g, H, host.data(), H, 64, 0);
+             return ompbatch_batch_submit(host_batch);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "names the host"},
+        {"memory", "device memory as a host batch's source",
+         [&] {
+             ompbatch_batch_reset(host_batch);
+             ompbatch_batch_add(host_batch, host.data(), H, g, H, 64, 0);
+             return ompbatch_batch_submit(host_batch);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "names the host"},
+        {"memory", "device memory to memcpy_batch(host, host)",
+         [&] {
+             return ompbatch_target_memcpy_batch(host_dst, dev_src, one_len, nullptr, nullptr, 1,
+                                                 H, H);
+         },
+         OMPBATCH_ERR_INVALID_ARGUMENT, "names the host"},
         {"memory", "mapped range without a runtime",
          [&] {
              ompbatch_batch_reset(b);
@@ -274,6 +338,25 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
              return ompbatch_batch_forget_memory(b);
          },
          OMPBATCH_ERR_BAD_STATE, "not yet submitted"},
+        {"lifecycle", "forget with copies pending, all naming another GPU",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, other_dev.ptr, 1, p, H, 8, 0);
+             return ompbatch_batch_forget_memory(b);
+         },
+         OMPBATCH_ERR_BAD_STATE, "holds 1 copies not yet submitted"},
+        {"lifecycle", "forget after a failed submit across GPUs",
+         [&] {
+             ompbatch_batch_reset(b);
+             ompbatch_batch_add(b, other_dev.ptr, 1, p, H, 8, 0);
+             ompbatch_batch_add(b, g + 8192, 0, p + 8192, H, 8, 0);
+             ompbatch_batch_add(b, p + 16384, 0, p, H, 64, 0);
+             int submitted_status = ompbatch_batch_submit(b);
+             int status = ompbatch_batch_forget_memory(b);
+             ompbatch_batch_reset(b);
+             return submitted_status == OMPBATCH_ERR_INVALID_ARGUMENT ? status : -1;
+         },
+         OMPBATCH_OK, nullptr},
         {"lifecycle", "add to a destroyed batch",
          [&] { return ompbatch_batch_add(dead, g, 0, p, H, 8, 0); }, OMPBATCH_ERR_BAD_STATE,
          "was destroyed"},
@@ -344,6 +427,7 @@ TEST_F(Hostile, EveryCaseIsRefusedOrHarmlessAndTheBatchesStillWork)
     }
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(submitted));
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(host_batch));
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
     EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(other_stream));
     ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
