@@ -22,6 +22,7 @@ extern "C" {
 #include "plugin/config.h"
 #include "plugin/cost.h"
 #include "plugin/driver_api.h"
+#include "plugin/multi.h"
 #include "plugin/staging.h"
 }
 
@@ -187,6 +188,8 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
                     fake().reset();
                     fake().deinit();
                     ob_staged_forget_kernels_for_testing();
+                    // Peer access is asked once per process: ask again under the injection.
+                    ob_multi_forget_peers_for_testing();
                     ASSERT_EQ(0, fake().inject_failure(site, nth, result));
                     ob_driver_reload_for_testing();
                     why.clear();
