@@ -182,6 +182,9 @@ module ompbatch
         integer(c_int64_t) :: bytes_batched = 0
         integer(c_int64_t) :: driver_batch_calls = 0
         integer(c_int) :: paths = 0                ! C: unsigned, OR of OMPBATCH_PATH_*
+        integer(c_int64_t) :: regions_split = 0
+        integer(c_int64_t) :: region_items = 0
+        integer(c_int64_t) :: region_batched = 0
     end type ompbatch_hook_stats
 
     ! ---- The C API -------------------------------------------------------------------------------

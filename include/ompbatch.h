@@ -605,6 +605,9 @@ typedef struct ompbatch_hook_stats {
     uint64_t bytes_batched;       /* bytes those batches copied */
     uint64_t driver_batch_calls;  /* cuMemcpyBatchAsync calls those batches made */
     unsigned paths;               /* OR of ompbatch_path values those batches used */
+    uint64_t regions_split;       /* target regions done as data begin + kernel + data end */
+    uint64_t region_items;        /* map items of those regions */
+    uint64_t region_batched;      /* their items whose `to` or `from` copy the hook made */
 } ompbatch_hook_stats;
 
 /* Copies the hook's process-wide statistics into *stats (struct_size must be set): its state,

@@ -281,9 +281,17 @@ static void log_construct(const ob_construct *c, const item *items, int32_t coun
                  used ? " (" : "", why, used ? ")" : "");
 }
 
-static void count_construct(int32_t count, atomic_uint_fast64_t *batched_counter,
-                            size_t batched)
+/* A split region's halves count as its items once (at its begin) and their copies as the
+ * region's, not as data constructs. */
+static void count_construct(const ob_construct *c, int32_t count,
+                            atomic_uint_fast64_t *batched_counter, size_t batched)
 {
+    if (c->region) {
+        if (strcmp(c->what, "region begin") == 0)
+            ob_hook_add(&ob_hook_count.region_items, (uint64_t)count);
+        ob_hook_add(&ob_hook_count.region_batched, batched);
+        return;
+    }
     ob_hook_add(&ob_hook_count.constructs, 1);
     ob_hook_add(&ob_hook_count.items, (uint64_t)count);
     ob_hook_add(batched_counter, batched);
@@ -294,7 +302,7 @@ static void count_construct(int32_t count, atomic_uint_fast64_t *batched_counter
 static void forward_whole(const ob_construct *c)
 {
     int32_t count = c->args.count > 0 ? c->args.count : 0;
-    count_construct(count, &ob_hook_count.items_forwarded, 0);
+    count_construct(c, count, &ob_hook_count.items_forwarded, 0);
     ob_hook_forward(c, &c->args, 1);
 }
 
@@ -426,7 +434,7 @@ void ob_hook_update(const ob_construct *c)
             compact_item(a, i, &s.fwd, n++, a->types[i]);
     }
     log_construct(c, items, a->count, done);
-    count_construct(a->count, &ob_hook_count.update_batched, done);
+    count_construct(c, a->count, &ob_hook_count.update_batched, done);
     if (n == a->count) {
         ob_hook_forward(c, a, 1);
     } else if (n > 0) {
@@ -574,7 +582,7 @@ void ob_hook_begin(const ob_construct *c)
     for (int32_t i = 0; i < a->count; i++)
         done += items[i].why == REASON_NONE;
     log_construct(c, items, a->count, done);
-    count_construct(a->count, &ob_hook_count.enter_batched, done);
+    count_construct(c, a->count, &ob_hook_count.enter_batched, done);
     scratch_free(&s);
 }
 
@@ -717,7 +725,7 @@ void ob_hook_end(const ob_construct *c)
     settle_end(c, items);
     ob_hook_copy_forget_memory();
     log_construct(c, items, a->count, done);
-    count_construct(a->count, &ob_hook_count.exit_batched, done);
+    count_construct(c, a->count, &ob_hook_count.exit_batched, done);
     scratch_free(&s);
 }
 
@@ -745,4 +753,115 @@ void ob_hook_kernel_maps(int device, const ob_kernel_args *k)
                 drop_touched(device, &a, i);
     }
     ob_mirror_kernel_unlock();
+}
+
+/* ---- target regions split into begin + kernel + end ------------------------------------- */
+
+/* One mapped item of a region as ob_hook_region_splittable sees it. */
+typedef enum region_item {
+    REGION_ITEM_FINE = 0,   /* nothing the hook would batch, nothing that could go wrong */
+    REGION_ITEM_NEW_TO,     /* a new entry whose `to` copy the begin half batches */
+    REGION_ITEM_NEW_FROM,   /* a new entry whose `from` copy the end half batches */
+    REGION_ITEM_NEW_TOFROM,
+    REGION_ITEM_FROM,       /* `always, from` on a present entry: the end half batches it */
+    REGION_ITEM_UNSAFE      /* forward the region as it is */
+} region_item;
+
+/* Items whose begin or end the runtime handles in ways whose failures or side effects the
+ * split would word or order differently: their regions are forwarded as they are. */
+#define OB_REGION_UNSAFE_BITS                                                                   \
+    (OB_MAP_PTR_AND_OBJ | OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_PRESENT |           \
+     OB_MAP_MEMBER_OF | OB_MAP_DELETE)
+
+static region_item classify_region_item(int device, const ob_kernel_args *k, uint32_t i)
+{
+    int64_t t = k->arg_types[i];
+    if (t & OB_REGION_UNSAFE_BITS)
+        return REGION_ITEM_UNSAFE;
+    if (k->arg_mappers != NULL && k->arg_mappers[i] != NULL)
+        return REGION_ITEM_UNSAFE;
+    if (k->arg_sizes[i] <= 0)
+        return REGION_ITEM_UNSAFE; /* looked up extended to its base: the runtime's business */
+    uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+    uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
+    ob_mirror_entry *entry = NULL;
+    ob_mirror_found found = ob_mirror_find(device, begin, end, &entry);
+    if (found == OB_MIRROR_PARTIAL)
+        return REGION_ITEM_UNSAFE; /* an explicit extension: the begin half would fail */
+    int from = (t & OB_MAP_FROM) != 0, implicit = (t & OB_MAP_IMPLICIT) != 0;
+    if (found == OB_MIRROR_INSIDE)
+        return from && (t & OB_MAP_ALWAYS) && !implicit ? REGION_ITEM_FROM : REGION_ITEM_FINE;
+    /* Not a mapping the hook knows: one the runtime has (made by a construct the hook
+     * forwarded, a global, an associated pointer) may be an extension; absent at both ends,
+     * the begin creates it. */
+    if (ob_globals_overlap(begin, end))
+        return REGION_ITEM_UNSAFE;
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    if (rt->is_present((void *)begin, device) || rt->is_present((void *)(end - 1), device))
+        return REGION_ITEM_UNSAFE;
+    if (implicit) /* the halves leave implicit items to the runtime */
+        return REGION_ITEM_FINE;
+    int to = (t & OB_MAP_TO) != 0;
+    return to && from ? REGION_ITEM_NEW_TOFROM
+           : to       ? REGION_ITEM_NEW_TO
+           : from     ? REGION_ITEM_NEW_FROM
+                      : REGION_ITEM_FINE;
+}
+
+int ob_hook_region_splittable(int device, const ob_kernel_args *k)
+{
+    if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
+        k->arg_ptrs == NULL || k->arg_sizes == NULL || k->arg_types == NULL)
+        return 0;
+    /* Most regions map too little to move for a split to pay: a scan of the types answers
+     * that without a look-up (two explicit items or more in one direction are needed). */
+    size_t to_items = 0, from_items = 0;
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL | OB_MAP_IMPLICIT))
+            continue;
+        to_items += (t & OB_MAP_TO) != 0;
+        from_items += (t & OB_MAP_FROM) != 0;
+    }
+    if (to_items < 2 && from_items < 2)
+        return 0;
+    size_t to = 0, from = 0;
+    int unsafe = 0;
+    ob_mirror_kernel_lock();
+    for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
+        if (k->arg_types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            continue;
+        switch (classify_region_item(device, k, i)) {
+        case REGION_ITEM_NEW_TO:
+            to++;
+            break;
+        case REGION_ITEM_NEW_FROM:
+        case REGION_ITEM_FROM:
+            from++;
+            break;
+        case REGION_ITEM_NEW_TOFROM:
+            to++;
+            from++;
+            break;
+        case REGION_ITEM_UNSAFE:
+            unsafe = 1;
+            break;
+        case REGION_ITEM_FINE:
+            break;
+        }
+    }
+    ob_mirror_kernel_unlock();
+    /* One copy each way gains nothing over the runtime's own, and the split adds two calls
+     * into the runtime. */
+    return !unsafe && (to >= 2 || from >= 2);
+}
+
+void ob_hook_region_kernel_types(const ob_kernel_args *k, int64_t *types)
+{
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        types[i] = t & (OB_MAP_PRIVATE | OB_MAP_LITERAL)
+                       ? t
+                       : t & ~(int64_t)(OB_MAP_TO | OB_MAP_FROM | OB_MAP_ALWAYS);
+    }
 }

@@ -17,6 +17,7 @@ typedef struct ob_construct {
     void *dep_list;                 /* untouched (clang 16 leaves them undefined) */
     int32_t noalias_dep_num;
     void *noalias_dep_list;
+    int region;                     /* the begin or end half of a split target region */
 } ob_construct;
 
 /* Call the runtime (omp_hook.c; the calls run with the hook's re-entry guard set). `whole`
@@ -31,5 +32,18 @@ void ob_hook_end(const ob_construct *c);
 
 /* What a target region's maps may have changed in the mirror (attachments, mappers). */
 void ob_hook_kernel_maps(int device, const ob_kernel_args *args);
+
+/* Whether a blocking target region is better done as data begin (its arrays as they are) +
+ * the kernel (TO, FROM and ALWAYS taken off its mapped items) + data end (its arrays as they
+ * are): libomptarget 16's own target() is that sequence, so the results are the same, and
+ * the begin and end halves batch what they can. 1 when the hook would then make two copies
+ * or more in one direction and every mapped item is one whose begin cannot fail differently
+ * (docs/hook.md, "Target regions"); 0 to forward the region as it is. Callers hold the
+ * construct lock (shared is enough). */
+int ob_hook_region_splittable(int device, const ob_kernel_args *args);
+
+/* The map types of a split region's kernel: types[i] is args' with TO, FROM and ALWAYS
+ * cleared on every mapped item (not PRIVATE or LITERAL: PRIVATE|TO is a firstprivate). */
+void ob_hook_region_kernel_types(const ob_kernel_args *args, int64_t *types);
 
 #endif

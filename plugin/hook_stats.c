@@ -31,6 +31,9 @@ static void snapshot(ompbatch_hook_stats *out)
     out->bytes_batched = load(&ob_hook_count.bytes_batched);
     out->driver_batch_calls = load(&ob_hook_count.driver_batch_calls);
     out->paths = atomic_load_explicit(&ob_hook_count.paths, memory_order_relaxed);
+    out->regions_split = load(&ob_hook_count.regions_split);
+    out->region_items = load(&ob_hook_count.region_items);
+    out->region_batched = load(&ob_hook_count.region_batched);
 }
 
 int ompbatch_hook_get_stats(ompbatch_hook_stats *stats)
@@ -59,6 +62,8 @@ int ompbatch_hook_reset_stats(void)
         &ob_hook_count.enter_batched,  &ob_hook_count.exit_batched,
         &ob_hook_count.items_forwarded, &ob_hook_count.batches,
         &ob_hook_count.bytes_batched,  &ob_hook_count.driver_batch_calls,
+        &ob_hook_count.regions_split,  &ob_hook_count.region_items,
+        &ob_hook_count.region_batched,
     };
     for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         atomic_store_explicit(counters[i], 0, memory_order_relaxed);
@@ -96,13 +101,16 @@ static void print_at_exit(void)
     fprintf(stderr,
             "ompbatch hook: state=%s runtime=%d constructs=%llu kernels=%llu items=%llu "
             "update_batched=%llu enter_batched=%llu exit_batched=%llu forwarded=%llu "
-            "batches=%llu bytes=%llu driver_batch_calls=%llu paths=%s\n",
+            "batches=%llu bytes=%llu driver_batch_calls=%llu paths=%s regions_split=%llu "
+            "region_items=%llu region_batched=%llu\n",
             state_name(s.state), s.runtime_major, (unsigned long long)s.constructs,
             (unsigned long long)s.kernels, (unsigned long long)s.items,
             (unsigned long long)s.update_batched, (unsigned long long)s.enter_batched,
             (unsigned long long)s.exit_batched, (unsigned long long)s.items_forwarded,
             (unsigned long long)s.batches, (unsigned long long)s.bytes_batched,
-            (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none");
+            (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none",
+            (unsigned long long)s.regions_split, (unsigned long long)s.region_items,
+            (unsigned long long)s.region_batched);
 }
 
 __attribute__((constructor)) static void register_stats_report(void)

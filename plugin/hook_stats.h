@@ -17,6 +17,9 @@ typedef struct ob_hook_counters {
     atomic_uint_fast64_t bytes_batched;
     atomic_uint_fast64_t driver_batch_calls;
     atomic_uint paths;
+    atomic_uint_fast64_t regions_split;
+    atomic_uint_fast64_t region_items;
+    atomic_uint_fast64_t region_batched;
 } ob_hook_counters;
 
 extern ob_hook_counters ob_hook_count;

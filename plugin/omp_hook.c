@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "alloc.h"
 #include "config.h"
 #include "error.h"
 #include "hook_construct.h"
@@ -258,6 +259,47 @@ OB_HOOK_EXPORT void __tgt_target_data_update_nowait_mapper(DATA_PARAMS, NOWAIT_P
     data_construct(KIND_UPDATE, 1, &c);
 }
 
+/* A target region done as data begin + kernel + data end (ob_hook_region_splittable says
+ * when): the halves take the construct lock exclusively, as data constructs do, and the
+ * kernel shared, as every region does. The kernel gets a copy of the program's arguments whose
+ * types have TO, FROM and ALWAYS taken off; what libomptarget writes into them (the argument
+ * count, the team count) is copied back, so the program sees what it would have seen. Returns
+ * -1 without doing anything when the copy cannot be allocated. */
+static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_teams,
+                        int32_t thread_limit, void *host_ptr, ob_kernel_args *args,
+                        int *result)
+{
+    int64_t *types = ob_malloc((size_t)args->num_args * sizeof(*types));
+    if (types == NULL)
+        return -1;
+    ob_hook_add(&ob_hook_count.regions_split, 1);
+    c->what = "region begin";
+    c->blocking = rt->begin;
+    pthread_rwlock_wrlock(&construct_lock);
+    ob_hook_begin(c);
+    pthread_rwlock_unlock(&construct_lock);
+
+    ob_kernel_args mine = *args;
+    mine.arg_types = types;
+    ob_hook_region_kernel_types(args, types);
+    pthread_rwlock_rdlock(&construct_lock);
+    in_runtime++;
+    *result = rt->kernel(c->loc, c->device_id, num_teams, thread_limit, host_ptr, &mine);
+    in_runtime--;
+    pthread_rwlock_unlock(&construct_lock);
+    int64_t *theirs = args->arg_types;
+    *args = mine;
+    args->arg_types = theirs;
+
+    c->what = "region end";
+    c->blocking = rt->end;
+    pthread_rwlock_wrlock(&construct_lock);
+    ob_hook_end(c);
+    pthread_rwlock_unlock(&construct_lock);
+    free(types);
+    return 0;
+}
+
 OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t num_teams,
                                        int32_t thread_limit, void *host_ptr, ob_kernel_args *args)
 {
@@ -283,6 +325,17 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
         return result;
     }
     pthread_rwlock_rdlock(&construct_lock);
+    if (ob_hook_region_splittable(device, args)) {
+        pthread_rwlock_unlock(&construct_lock);
+        ob_construct c = {.loc = loc, .device_id = device_id, .device = device, .region = 1,
+                          .args = {(int32_t)args->num_args, args->arg_base_ptrs, args->arg_ptrs,
+                                   args->arg_sizes, args->arg_types, args->arg_names,
+                                   args->arg_mappers}};
+        int result = 0;
+        if (split_region(rt, &c, num_teams, thread_limit, host_ptr, args, &result) == 0)
+            return result;
+        pthread_rwlock_rdlock(&construct_lock);
+    }
     ob_hook_kernel_maps(device, args);
     in_runtime++;
     int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);

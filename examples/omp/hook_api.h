@@ -107,6 +107,9 @@ static inline void hook_stats_accumulate(ompbatch_hook_stats *acc,
     HOOK_STATS_ADD_(batches)
     HOOK_STATS_ADD_(bytes_batched)
     HOOK_STATS_ADD_(driver_batch_calls)
+    HOOK_STATS_ADD_(regions_split)
+    HOOK_STATS_ADD_(region_items)
+    HOOK_STATS_ADD_(region_batched)
 #undef HOOK_STATS_ADD_
     acc->paths |= after->paths;
     acc->state = after->state;
@@ -116,7 +119,7 @@ static inline void hook_stats_accumulate(ompbatch_hook_stats *acc,
 /* Items the hook copied itself, of every kind. */
 static inline uint64_t hook_stats_batched_items(const ompbatch_hook_stats *s)
 {
-    return s->update_batched + s->enter_batched + s->exit_batched;
+    return s->update_batched + s->enter_batched + s->exit_batched + s->region_batched;
 }
 
 static inline const char *hook_state_name(int state)

@@ -13,6 +13,9 @@
  *   h  `update to` / `update from`, 16 constructs x 16 items of 8 B .. 256 KiB (h-to, h-from)
  *   i  `update to` / `update from`, 1 item x 8 B, 1000 constructs (i-to, i-from)
  *   j  `update to` / `update from`, 512 constructs x 2 items x 4 KiB (j-to, j-from)
+ *   r  target regions whose own maps move the data: r-naive 128 x (8 `to` + 2 `from`) x 4 KiB,
+ *      r-tofrom 64 x `tofrom` 4 x 64 KiB, r-present the same on data mapped around them,
+ *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array
  *
  * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
  * map(release:)`, in the hook mode it times), moves new data and is checked byte for byte:
@@ -304,9 +307,78 @@ static const group_ops OPS1 = {1,           enter_alloc_1, exit_release_1, updat
                                update_from_1, enter_to_1,  exit_from_1,    dev_fill_1,
                                dev_check_1};
 
+/* ---- target regions with maps of their own --------------------------------------------------- */
+
+/* Region shapes time whole target regions whose map clauses move the data. The host arrays
+ * hold the pattern (`to` arrays) or its complement (`from`, `tofrom`); the kernels make every
+ * array hold the pattern, using what the `to` copies brought, so any missing copy shows. */
+
+/* 8 `to` arrays and 2 `from` arrays: b0 and b1 get the pattern through the XOR of four `to`
+ * arrays each, which cancels only when those arrived. */
+static void region_8to_2from(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                             unsigned char mask)
+{
+    EACH8(LOCAL)
+    char *b0 = p[8], *b1 = p[9];
+    (void)mask;
+#pragma omp target teams distribute parallel for map(to: SECS8) map(from: b0[0:n0], b1[0:n0])
+    for (size_t i = 0; i < n0; i++) {
+        unsigned char x = (unsigned char)(a0[i] ^ a1[i] ^ a2[i] ^ a3[i]) ^
+                          pattern(seed, j0, i) ^ pattern(seed, j0 + 1, i) ^
+                          pattern(seed, j0 + 2, i) ^ pattern(seed, j0 + 3, i);
+        unsigned char y = (unsigned char)(a4[i] ^ a5[i] ^ a6[i] ^ a7[i]) ^
+                          pattern(seed, j0 + 4, i) ^ pattern(seed, j0 + 5, i) ^
+                          pattern(seed, j0 + 6, i) ^ pattern(seed, j0 + 7, i);
+        b0[i] = (char)(x ^ pattern(seed, j0 + 8, i));
+        b1[i] = (char)(y ^ pattern(seed, j0 + 9, i));
+    }
+}
+
+/* 4 arrays tofrom: each byte comes in as pattern ^ mask and goes back as pattern. */
+static void region_4tofrom(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                           unsigned char mask)
+{
+    LOCAL(0) LOCAL(1) LOCAL(2) LOCAL(3)
+#pragma omp target teams distribute parallel for map(tofrom: a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3])
+    for (size_t i = 0; i < n0; i++) {
+        a0[i] = (char)(a0[i] ^ mask);
+        a1[i] = (char)(a1[i] ^ mask);
+        a2[i] = (char)(a2[i] ^ mask);
+        a3[i] = (char)(a3[i] ^ mask);
+    }
+    (void)j0, (void)seed;
+}
+
+/* 1 array tofrom: the single-map region. */
+static void region_1tofrom(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                           unsigned char mask)
+{
+    LOCAL(0)
+#pragma omp target teams distribute parallel for map(tofrom: a0[0:n0])
+    for (size_t i = 0; i < n0; i++)
+        a0[i] = (char)(a0[i] ^ mask);
+    (void)j0, (void)seed;
+}
+
+/* A reduction over a mapped 4 KiB array: the 8-byte sum is the region's only transfer when
+ * the array is present. */
+static long reduction_sum;
+
+static void region_reduction(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                             unsigned char mask)
+{
+    LOCAL(0)
+    long sum = 0;
+#pragma omp target teams distribute parallel for map(to: a0[0:n0]) reduction(+ : sum)
+    for (size_t i = 0; i < n0; i++)
+        sum += (unsigned char)a0[i];
+    reduction_sum += sum;
+    (void)j0, (void)seed, (void)mask;
+}
+
 /* ---- shapes ---------------------------------------------------------------------------------- */
 
-typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT } shape_kind;
+typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT, KIND_REGION } shape_kind;
 
 typedef struct config {
     int reps;
@@ -324,12 +396,22 @@ typedef struct shape {
     size_t arrays;
     int repeat; /* times each construct is issued per repetition */
     size_t (*size_of)(size_t j, const config *cfg);
+    fill_fn region;      /* KIND_REGION: one region over `group` arrays */
+    size_t group;
+    int present;         /* KIND_REGION: the arrays are mapped around the regions (untimed) */
+    size_t from_at;      /* KIND_REGION: arrays [from_at, group) of each group are `from` */
 } shape;
 
 static size_t size_4k(size_t j, const config *cfg)
 {
     (void)j, (void)cfg;
     return 4096;
+}
+
+static size_t size_64k(size_t j, const config *cfg)
+{
+    (void)j, (void)cfg;
+    return 64 * 1024;
 }
 
 static size_t size_big(size_t j, const config *cfg)
@@ -353,19 +435,32 @@ static size_t size_8(size_t j, const config *cfg)
 }
 
 static const shape SHAPES[] = {
-    {"a", "update to, 64 x 16 x 4 KiB", KIND_TO, &OPS16, 1024, 1, size_4k},
-    {"b", "update from, 64 x 16 x 4 KiB", KIND_FROM, &OPS16, 1024, 1, size_4k},
-    {"c", "update to, 1024 x 1 x 4 KiB", KIND_TO, &OPS1, 1024, 1, size_4k},
-    {"d", "update from, 1024 x 1 x 4 KiB", KIND_FROM, &OPS1, 1024, 1, size_4k},
-    {"e", "enter to + exit from, 64+64 x 16 x 4 KiB", KIND_ENTER_EXIT, &OPS16, 1024, 1, size_4k},
-    {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big},
-    {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big},
-    {"h-to", "update to, 16 x 16 x 8 B..256 KiB", KIND_TO, &OPS16, 256, 1, size_mixed},
-    {"h-from", "update from, 16 x 16 x 8 B..256 KiB", KIND_FROM, &OPS16, 256, 1, size_mixed},
-    {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8},
-    {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8},
-    {"j-to", "update to, 512 x 2 x 4 KiB", KIND_TO, &OPS2, 1024, 1, size_4k},
-    {"j-from", "update from, 512 x 2 x 4 KiB", KIND_FROM, &OPS2, 1024, 1, size_4k},
+    {"a", "update to, 64 x 16 x 4 KiB", KIND_TO, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"b", "update from, 64 x 16 x 4 KiB", KIND_FROM, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"c", "update to, 1024 x 1 x 4 KiB", KIND_TO, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"d", "update from, 1024 x 1 x 4 KiB", KIND_FROM, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"e", "enter to + exit from, 64+64 x 16 x 4 KiB", KIND_ENTER_EXIT, &OPS16, 1024, 1, size_4k,
+     NULL, 0, 0, 0},
+    {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big, NULL, 0, 0, 0},
+    {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big, NULL, 0, 0, 0},
+    {"h-to", "update to, 16 x 16 x 8 B..256 KiB", KIND_TO, &OPS16, 256, 1, size_mixed, NULL, 0,
+     0, 0},
+    {"h-from", "update from, 16 x 16 x 8 B..256 KiB", KIND_FROM, &OPS16, 256, 1, size_mixed,
+     NULL, 0, 0, 0},
+    {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0},
+    {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0},
+    {"j-to", "update to, 512 x 2 x 4 KiB", KIND_TO, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"j-from", "update from, 512 x 2 x 4 KiB", KIND_FROM, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"r-naive", "regions, 128 x (8 to + 2 from) x 4 KiB", KIND_REGION, &OPS16, 1280, 1,
+     size_4k, region_8to_2from, 10, 0, 8},
+    {"r-tofrom", "regions, 64 x tofrom 4 x 64 KiB", KIND_REGION, &OPS16, 256, 1, size_64k,
+     region_4tofrom, 4, 0, 0},
+    {"r-present", "regions on present data, 64 x 4 x 64 KiB", KIND_REGION, &OPS16, 256, 1,
+     size_64k, region_4tofrom, 4, 1, 0},
+    {"r-single", "regions, 256 x tofrom 1 x 4 KiB", KIND_REGION, &OPS16, 256, 1, size_4k,
+     region_1tofrom, 1, 0, 0},
+    {"r-reduce", "regions, 1024 x reduction over present 4 KiB", KIND_REGION, &OPS16, 1024, 1,
+     size_4k, region_reduction, 1, 1, 1},
 };
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -555,6 +650,50 @@ static long rep_enter_exit(const shape *sh, const arrays *a, unsigned seed, time
     return bad + host_check(a, seed + 1, sh->key);
 }
 
+/* Whole target regions (KIND_REGION). `from` arrays and `tofrom` arrays start as the
+ * pattern's complement, `to` arrays as the pattern; afterwards every host array must hold the
+ * pattern. Present shapes map the arrays first (untimed) and check the device instead: the
+ * regions move nothing, except r-reduce's sum. */
+static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    if (sh->present) {
+        each_group(a, &OPS16, enter_alloc_16);
+        dev_fill(a, &OPS16, seed, 0xFF);
+    }
+    host_fill(a, seed, 0);
+    for (size_t j = 0; j < a->count; j += sh->group)
+        for (size_t k = sh->from_at; k < sh->group; k++)
+            for (size_t i = 0; i < a->n[j + k]; i++)
+                a->p[j + k][i] = (char)~pattern(seed, j + k, i);
+    reduction_sum = 0;
+    timer_start(t);
+    for (size_t j = 0; j < a->count; j += sh->group)
+        sh->region(&a->p[j], &a->n[j], j, seed, 0xFF);
+    timer_stop(t);
+    long bad = 0;
+    if (sh->region == region_reduction) {
+        long want = 0;
+        for (size_t j = 0; j < a->count; j++)
+            for (size_t i = 0; i < a->n[j]; i++)
+                want += (unsigned char)~pattern(seed, j, i);
+        if (reduction_sum != want) {
+            fprintf(stderr, "hook_bench: %s: the sums add up to %ld, expected %ld\n", sh->key,
+                    reduction_sum, want);
+            bad++;
+        }
+        /* The device copies are still the complement: nothing was copied over them. */
+        bad += dev_check(a, &OPS16, seed) == (long)a->bytes ? 0 : 1;
+    } else if (sh->present) {
+        /* The device copies went from the complement to the pattern; the host kept its own. */
+        bad += dev_check(a, &OPS16, seed);
+    } else {
+        bad += host_check(a, seed, sh->key);
+    }
+    if (sh->present)
+        each_group(a, &OPS16, exit_release_16);
+    return bad;
+}
+
 /* One repetition in the current hook mode: its time in microseconds, or -1 on wrong data. */
 static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int on,
                       ompbatch_hook_stats *acc)
@@ -568,12 +707,14 @@ static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int
     /* The update shapes map their arrays here, untimed, in the mode being timed: the hook
      * forgets what it knew of the runtime's tables when it is switched on (it saw nothing while
      * off), so it would forward updates of anything mapped before. */
-    if (sh->kind != KIND_ENTER_EXIT)
+    int maps_around = sh->kind == KIND_TO || sh->kind == KIND_FROM;
+    if (maps_around)
         each_group(a, sh->ops, sh->ops->enter_alloc);
-    long bad = sh->kind == KIND_TO     ? rep_to(sh, a, seed, &t)
-               : sh->kind == KIND_FROM ? rep_from(sh, a, seed, &t)
-                                       : rep_enter_exit(sh, a, seed, &t);
-    if (sh->kind != KIND_ENTER_EXIT)
+    long bad = sh->kind == KIND_TO       ? rep_to(sh, a, seed, &t)
+               : sh->kind == KIND_FROM   ? rep_from(sh, a, seed, &t)
+               : sh->kind == KIND_REGION ? rep_region(sh, a, seed, &t)
+                                         : rep_enter_exit(sh, a, seed, &t);
+    if (maps_around)
         each_group(a, sh->ops, sh->ops->exit_release);
     if (bad) {
         fprintf(stderr, "hook_bench: shape %s, hook %s: %ld wrong bytes\n", sh->key,
@@ -589,7 +730,8 @@ static void shape_counts(const shape *sh, const arrays *a, result *res)
 {
     int passes = sh->kind == KIND_ENTER_EXIT ? 2 : 1;
     res->sh = sh;
-    res->constructs = a->count / sh->ops->size * (size_t)sh->repeat * (size_t)passes;
+    size_t group = sh->kind == KIND_REGION ? sh->group : sh->ops->size;
+    res->constructs = a->count / group * (size_t)sh->repeat * (size_t)passes;
     res->items = a->count * (size_t)sh->repeat * (size_t)passes;
     res->bytes = a->bytes * (size_t)sh->repeat * (size_t)passes;
 }
@@ -683,10 +825,12 @@ static void json_stats(FILE *f, const ompbatch_hook_stats *s)
             ", \"update_batched\": %" PRIu64 ", \"enter_batched\": %" PRIu64
             ", \"exit_batched\": %" PRIu64 ", \"items_forwarded\": %" PRIu64
             ", \"batches\": %" PRIu64 ", \"bytes_batched\": %" PRIu64
-            ", \"driver_batch_calls\": %" PRIu64 ", \"paths\": \"%s\"}",
+            ", \"driver_batch_calls\": %" PRIu64 ", \"paths\": \"%s\", \"regions_split\": %" PRIu64
+            ", \"region_batched\": %" PRIu64 "}",
             s->constructs, s->kernels, s->items, s->update_batched, s->enter_batched,
             s->exit_batched, s->items_forwarded, s->batches, s->bytes_batched,
-            s->driver_batch_calls, hook_paths_text(s->paths, paths, sizeof paths));
+            s->driver_batch_calls, hook_paths_text(s->paths, paths, sizeof paths),
+            s->regions_split, s->region_batched);
 }
 
 static void json_result(FILE *f, const result *r)

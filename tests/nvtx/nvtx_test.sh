@@ -49,7 +49,7 @@ api)
 hook)
     run "$tmp/on" OMPBATCH_STATS=1 "$@" || die "the program failed"
     grep -q '^tool loaded$' "$tmp/on" || die "the NVTX tool was never loaded"
-    n=$(grep -cP '^push ompbatch\tompbatch (update|data begin|data end) [^ :]+\.c:[0-9]+ \(device [0-9]+\): [1-9][0-9]* copies$' "$tmp/on")
+    n=$(grep -cP '^push ompbatch\tompbatch (update|data begin|data end|region begin|region end) [^ :]+\.[ch]:[0-9]+ \(device [0-9]+\): [1-9][0-9]* copies$' "$tmp/on")
     n_push=$(grep -c '^push ' "$tmp/on")
     [ "$n" -ge 1 ] || die "no construct range named '<what> <file>:<line> (device N): K copies'"
     [ "$n" = "$n_push" ] || die "$((n_push - n)) of $n_push ranges are named otherwise"

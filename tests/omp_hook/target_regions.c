@@ -1,0 +1,463 @@
+/*
+ * The OpenMP hook test of target regions' own maps: regions whose map clauses move data, with
+ * every map type and modifier, implicit maps, reductions, device pointers, regions inside
+ * `target data`, if(0), several devices, nowait with depend, several host threads, and the
+ * shapes the hook leaves to the runtime (global pointers, structs with pointer members,
+ * mappers). Each kernel writes what it read in a way the host can predict; every result is
+ * checked on the host after the region and on the device where the data stays mapped.
+ * A plain OpenMP program: compare.sh runs it with and without the hook and wants the same
+ * report; see BUILD.bazel for the hook statistics it expects.
+ *
+ * Usage: target_regions <seed>. Prints checksums of every sub-case and
+ * "target_regions: N checks passed, M failed"; exits 1 on any failure.
+ */
+#include "hook_test.h"
+
+#define ARRAYS 8
+
+/* The element-wise function every kernel below applies: exact in integers, so a GPU gives
+ * the same bits, and different for every input and tag. */
+#pragma omp declare target
+static inline uint32_t tr_mix(uint32_t x, uint32_t tag)
+{
+    x ^= tag * 0x9e3779b9u;
+    x *= 0x85ebca6bu;
+    return x ^ (x >> 13);
+}
+#pragma omp end declare target
+
+static uint32_t *tr_random(size_t n, uint64_t salt)
+{
+    uint32_t *p = ht_malloc(n * sizeof(*p));
+    ht_fill_random(p, n * sizeof(*p), salt);
+    return p;
+}
+
+/* A destination the kernel must overwrite: poisoned unlike what it will hold. */
+static uint32_t *tr_poisoned(const uint32_t *unlike, size_t n, uint64_t salt)
+{
+    uint32_t *p = ht_malloc(n * sizeof(*p));
+    ht_fill_unlike(p, unlike, n * sizeof(*p), salt);
+    return p;
+}
+
+/* ---- map(to:) many arrays, map(from:) two: the naive region ------------------------------- */
+
+/* out[j] = mix(sum of the eight inputs' j, 1), out2[j] = mix(in[0][j] ^ in[7][j], 2). */
+static void test_to_and_from(int rounds)
+{
+    uint64_t r = ht_state(10);
+    for (int round = 0; round < rounds; round++) {
+        size_t n = ht_between(&r, 1, 700);
+        uint32_t *a = tr_random(n, 100 + 16 * round), *b = tr_random(n, 101 + 16 * round);
+        uint32_t *c = tr_random(n, 102 + 16 * round), *d = tr_random(n, 103 + 16 * round);
+        uint32_t *e = tr_random(n, 104 + 16 * round), *f = tr_random(n, 105 + 16 * round);
+        uint32_t *g = tr_random(n, 106 + 16 * round), *h = tr_random(n, 107 + 16 * round);
+        uint32_t *want = ht_malloc(n * sizeof(*want)), *want2 = ht_malloc(n * sizeof(*want2));
+        for (size_t j = 0; j < n; j++) {
+            want[j] = tr_mix(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
+            want2[j] = tr_mix(a[j] ^ h[j], 2);
+        }
+        uint32_t *x = tr_poisoned(want, n, 108 + 16 * round);
+        uint32_t *y = tr_poisoned(want2, n, 109 + 16 * round);
+#pragma omp target map(to : a[0:n], b[0:n], c[0:n], d[0:n], e[0:n], f[0:n], g[0:n], h[0:n])   \
+    map(from : x[0:n], y[0:n])
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tr_mix(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
+            y[j] = tr_mix(a[j] ^ h[j], 2);
+        }
+        ht_expect_host(x, want, n * sizeof(*x), "to and from: x");
+        ht_expect_host(y, want2, n * sizeof(*y), "to and from: y");
+        CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(x, n * sizeof(*x)),
+              "to and from: still mapped after the region");
+        if (round == 0)
+            ht_report("to and from: x", x, n * sizeof(*x));
+        free(a), free(b), free(c), free(d), free(e), free(f), free(g), free(h);
+        free(x), free(y), free(want), free(want2);
+    }
+}
+
+/* ---- tofrom, alloc, always, close, ompx_hold ------------------------------------------------ */
+
+/* Four arrays tofrom: each comes back mixed with its own tag. */
+static void test_tofrom(int rounds)
+{
+    uint64_t r = ht_state(20);
+    for (int round = 0; round < rounds; round++) {
+        size_t n = ht_between(&r, 1, 5000);
+        uint32_t *v[4], *want[4];
+        for (int k = 0; k < 4; k++) {
+            v[k] = tr_random(n, 200 + 8 * round + k);
+            want[k] = ht_malloc(n * sizeof(uint32_t));
+            for (size_t j = 0; j < n; j++)
+                want[k][j] = tr_mix(v[k][j], 10 + k);
+        }
+        uint32_t *p = v[0], *q = v[1], *s = v[2], *t = v[3];
+        if (round % 2 == 0) {
+#pragma omp target map(tofrom : p[0:n], q[0:n], s[0:n], t[0:n])
+            for (size_t j = 0; j < n; j++) {
+                p[j] = tr_mix(p[j], 10);
+                q[j] = tr_mix(q[j], 11);
+                s[j] = tr_mix(s[j], 12);
+                t[j] = tr_mix(t[j], 13);
+            }
+        } else {
+            /* The same with close and ompx_hold, which must reach the runtime as they are. */
+#pragma omp target map(close, tofrom : p[0:n], q[0:n]) map(ompx_hold, tofrom : s[0:n], t[0:n])
+            for (size_t j = 0; j < n; j++) {
+                p[j] = tr_mix(p[j], 10);
+                q[j] = tr_mix(q[j], 11);
+                s[j] = tr_mix(s[j], 12);
+                t[j] = tr_mix(t[j], 13);
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            ht_expect_host(v[k], want[k], n * sizeof(uint32_t), "tofrom");
+            CHECK(ht_is_unmapped(v[k], n * sizeof(uint32_t)), "tofrom: still mapped");
+        }
+        if (round < 2)
+            ht_report(round == 0 ? "tofrom: p" : "close, ompx_hold: p", p, n * sizeof(*p));
+        for (int k = 0; k < 4; k++)
+            free(v[k]), free(want[k]);
+    }
+}
+
+/* map(alloc:) scratch the kernel fills, two results from it. */
+static void test_alloc_and_from(void)
+{
+    uint64_t r = ht_state(30);
+    size_t n = ht_between(&r, 64, 3000);
+    uint32_t *in = tr_random(n, 300);
+    uint32_t *tmp = tr_random(n, 301); /* its host bytes must stay as they are */
+    uint32_t *tmp_before = ht_dup(tmp, n * sizeof(*tmp));
+    uint32_t *want = ht_malloc(n * sizeof(*want)), *want2 = ht_malloc(n * sizeof(*want2));
+    for (size_t j = 0; j < n; j++) {
+        want[j] = tr_mix(in[j], 20) + 1;
+        want2[j] = tr_mix(in[j], 20) ^ 0x5a5a5a5au;
+    }
+    uint32_t *x = tr_poisoned(want, n, 302), *y = tr_poisoned(want2, n, 303);
+#pragma omp target map(to : in[0:n]) map(alloc : tmp[0:n]) map(from : x[0:n], y[0:n])
+    {
+        for (size_t j = 0; j < n; j++)
+            tmp[j] = tr_mix(in[j], 20);
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tmp[j] + 1;
+            y[j] = tmp[j] ^ 0x5a5a5a5au;
+        }
+    }
+    ht_expect_host(x, want, n * sizeof(*x), "alloc and from: x");
+    ht_expect_host(y, want2, n * sizeof(*y), "alloc and from: y");
+    ht_expect_host(tmp, tmp_before, n * sizeof(*tmp), "alloc and from: alloc left the host");
+    ht_report("alloc and from: y", y, n * sizeof(*y));
+    free(in), free(tmp), free(tmp_before), free(want), free(want2), free(x), free(y);
+}
+
+/* Regions on data an enclosing target data holds: plain maps move nothing, `always` moves
+ * every time, and the device copy carries over from region to region. */
+static void test_inside_target_data(void)
+{
+    uint64_t r = ht_state(40);
+    size_t n = ht_between(&r, 16, 4000);
+    uint32_t *a = tr_random(n, 400), *b = tr_random(n, 401);
+    uint32_t *c = tr_random(n, 402), *d = tr_random(n, 403);
+    uint32_t *dev_a = ht_dup(a, n * sizeof(*a)), *dev_b = ht_dup(b, n * sizeof(*b));
+    uint32_t *host_c = ht_dup(c, n * sizeof(*c)), *host_d = ht_dup(d, n * sizeof(*d));
+#pragma omp target data map(to : a[0:n], b[0:n]) map(alloc : c[0:n], d[0:n])
+    {
+        /* Present data: the region moves nothing; c and d are written on the device only. */
+#pragma omp target map(tofrom : a[0:n], b[0:n]) map(from : c[0:n], d[0:n])
+        for (size_t j = 0; j < n; j++) {
+            a[j] = tr_mix(a[j], 30);
+            b[j] = tr_mix(b[j], 31);
+            c[j] = a[j] ^ 1u;
+            d[j] = b[j] ^ 2u;
+        }
+        for (size_t j = 0; j < n; j++) {
+            dev_a[j] = tr_mix(dev_a[j], 30);
+            dev_b[j] = tr_mix(dev_b[j], 31);
+        }
+        ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: c stays on the device");
+        ht_expect_device(a, dev_a, n * sizeof(*a), "inside target data: a on the device");
+        /* always, from: the device values come back although the entries stay. */
+#pragma omp target map(always, from : c[0:n], d[0:n])
+        for (size_t j = 0; j < n; j++) {
+            c[j] = tr_mix(c[j], 32);
+            d[j] = tr_mix(d[j], 33);
+        }
+        for (size_t j = 0; j < n; j++) {
+            host_c[j] = tr_mix(dev_a[j] ^ 1u, 32);
+            host_d[j] = tr_mix(dev_b[j] ^ 2u, 33);
+        }
+        ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: always from c");
+        ht_expect_host(d, host_d, n * sizeof(*d), "inside target data: always from d");
+        /* always, to: new host values go over, the kernel sees them. */
+        ht_fill_random(a, n * sizeof(*a), 404);
+        ht_fill_random(b, n * sizeof(*b), 405);
+        memcpy(dev_a, a, n * sizeof(*a));
+        memcpy(dev_b, b, n * sizeof(*b));
+#pragma omp target map(always, to : a[0:n], b[0:n]) map(from : c[0:n])
+        for (size_t j = 0; j < n; j++)
+            c[j] = a[j] + b[j];
+        ht_expect_device(a, dev_a, n * sizeof(*a), "inside target data: always to a");
+        ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: c still held");
+    }
+    /* The end of target data: a and b were map(to:), c and d alloc: nothing comes back. */
+    ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: after the end");
+    CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c, n * sizeof(*c)),
+          "inside target data: still mapped after the end");
+    ht_report("inside target data: d", d, n * sizeof(*d));
+    free(a), free(b), free(c), free(d), free(dev_a), free(dev_b), free(host_c), free(host_d);
+}
+
+/* ---- implicit maps, reductions, firstprivate, device pointers ------------------------------- */
+
+static uint32_t global_in[ARRAYS][512], global_out[2][512];
+
+/* Arrays without map clauses (implicit tofrom), scalars (firstprivate), defaultmap, and a
+ * reduction scalar, beside explicit maps. */
+static void test_implicit_and_reduction(void)
+{
+    uint64_t r = ht_state(50);
+    ht_fill_random(global_in, sizeof(global_in), 500);
+    ht_fill_random(global_out, sizeof(global_out), 501);
+    uint32_t tag = (uint32_t)ht_below(&r, 1000), want_sum = 0;
+    uint32_t want_out[2][512];
+    for (int j = 0; j < 512; j++) {
+        want_out[0][j] = tr_mix(global_in[0][j] + global_in[1][j], tag);
+        want_out[1][j] = tr_mix(global_in[2][j] ^ global_in[3][j], tag);
+        want_sum += want_out[0][j] ^ want_out[1][j];
+    }
+    uint32_t sum = 0;
+    /* global_in and global_out are `declare target`-less globals: implicit tofrom maps. */
+#pragma omp target teams distribute parallel for reduction(+ : sum)
+    for (int j = 0; j < 512; j++) {
+        global_out[0][j] = tr_mix(global_in[0][j] + global_in[1][j], tag);
+        global_out[1][j] = tr_mix(global_in[2][j] ^ global_in[3][j], tag);
+        sum += global_out[0][j] ^ global_out[1][j];
+    }
+    CHECK(sum == want_sum, "implicit and reduction: sum %u, want %u", sum, want_sum);
+    ht_expect_host(global_out, want_out, sizeof(want_out), "implicit and reduction: outputs");
+    /* defaultmap(tofrom: scalar): the scalar comes back. */
+    uint32_t scalar = tag;
+#pragma omp target defaultmap(tofrom : scalar) map(to : global_in[0:2]) map(from : global_out[0:2])
+    {
+        scalar = tr_mix(scalar, 7);
+        for (int j = 0; j < 512; j++)
+            global_out[0][j] = global_in[1][j], global_out[1][j] = global_in[0][j];
+    }
+    CHECK(scalar == tr_mix(tag, 7), "defaultmap: scalar %u, want %u", scalar, tr_mix(tag, 7));
+    ht_expect_host(global_out[0], global_in[1], sizeof(global_out[0]), "defaultmap: out 0");
+    ht_expect_host(global_out[1], global_in[0], sizeof(global_out[1]), "defaultmap: out 1");
+    /* Several reductions of a loop over explicitly mapped arrays. */
+    size_t n = ht_between(&r, 100, 9000);
+    uint32_t *a = tr_random(n, 502), *b = tr_random(n, 503);
+    uint32_t s1 = 0, s2 = 0, w1 = 0, w2 = 0;
+    for (size_t j = 0; j < n; j++)
+        w1 += a[j] ^ b[j], w2 += tr_mix(a[j], 3);
+#pragma omp target teams distribute parallel for map(to : a[0:n], b[0:n]) reduction(+ : s1, s2)
+    for (size_t j = 0; j < n; j++) {
+        s1 += a[j] ^ b[j];
+        s2 += tr_mix(a[j], 3);
+    }
+    CHECK(s1 == w1 && s2 == w2, "reductions: %u %u, want %u %u", s1, s2, w1, w2);
+    printf("  implicit and reduction: sum %u, scalar %u, sums %u %u\n", sum, scalar, s1, s2);
+    free(a), free(b);
+}
+
+/* is_device_ptr and has_device_addr beside mapped arrays. */
+static void test_device_pointers(void)
+{
+    uint64_t r = ht_state(60);
+    size_t n = ht_between(&r, 8, 2000);
+    int dev = omp_get_default_device();
+    uint32_t *in = tr_random(n, 600), *in2 = tr_random(n, 601);
+    uint32_t *buf = omp_target_alloc(n * sizeof(uint32_t), dev);
+    CHECK(buf != NULL, "omp_target_alloc failed");
+    if (buf == NULL)
+        return;
+#pragma omp target is_device_ptr(buf) map(to : in[0:n], in2[0:n])
+    for (size_t j = 0; j < n; j++)
+        buf[j] = tr_mix(in[j] ^ in2[j], 40);
+    uint32_t *want = ht_malloc(n * sizeof(*want));
+    for (size_t j = 0; j < n; j++)
+        want[j] = tr_mix(tr_mix(in[j] ^ in2[j], 40), 41);
+    uint32_t *out = tr_poisoned(want, n, 602), *out2 = tr_poisoned(in, n, 603);
+#pragma omp target has_device_addr(buf[0:n]) map(from : out[0:n], out2[0:n]) map(to : in[0:n])
+    for (size_t j = 0; j < n; j++) {
+        out[j] = tr_mix(buf[j], 41);
+        out2[j] = in[j];
+    }
+    ht_expect_host(out, want, n * sizeof(*out), "device pointers: out");
+    ht_expect_host(out2, in, n * sizeof(*out2), "device pointers: out2");
+    ht_report("device pointers: out", out, n * sizeof(*out));
+    omp_target_free(buf, dev);
+    free(in), free(in2), free(want), free(out), free(out2);
+}
+
+/* ---- if, device, nowait, threads ------------------------------------------------------------ */
+
+/* if(0) runs on the host: the maps are not made; if(1) as usual. */
+static void test_if(void)
+{
+    size_t n = 777;
+    uint32_t *a = tr_random(n, 700), *b = tr_random(n, 701);
+    uint32_t *x = tr_random(n, 702), *y = tr_random(n, 703);
+    for (int on = 0; on < 2; on++) {
+        uint32_t *want = ht_malloc(n * sizeof(*want));
+        for (size_t j = 0; j < n; j++)
+            want[j] = tr_mix(a[j] + b[j], 50 + on);
+        uint32_t tag = 50 + (uint32_t)on;
+#pragma omp target if (on) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tr_mix(a[j] + b[j], tag);
+            y[j] = x[j] ^ 3u;
+        }
+        ht_expect_host(x, want, n * sizeof(*x), on ? "if(1)" : "if(0)");
+        free(want);
+    }
+    ht_report("if: y", y, n * sizeof(*y));
+    free(a), free(b), free(x), free(y);
+}
+
+/* The same region on every device, with data of its own on each. */
+static void test_devices(void)
+{
+    int devices = omp_get_num_devices();
+    for (int d = 0; d < devices && d < 4; d++) {
+        size_t n = 300 + 100 * (size_t)d;
+        uint32_t *a = tr_random(n, 800 + 4 * d), *b = tr_random(n, 801 + 4 * d);
+        uint32_t *want = ht_malloc(n * sizeof(*want));
+        for (size_t j = 0; j < n; j++)
+            want[j] = tr_mix(a[j] - b[j], 60 + d);
+        uint32_t *x = tr_poisoned(want, n, 802 + 4 * d), *y = tr_poisoned(a, n, 803 + 4 * d);
+        uint32_t tag = 60 + (uint32_t)d;
+#pragma omp target device(d) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tr_mix(a[j] - b[j], tag);
+            y[j] = a[j];
+        }
+        ht_expect_host(x, want, n * sizeof(*x), "devices: x");
+        ht_expect_host(y, a, n * sizeof(*y), "devices: y");
+        free(a), free(b), free(want), free(x), free(y);
+    }
+    printf("  devices: %d\n", devices < 4 ? devices : 4);
+}
+
+/* nowait regions ordered by depend, then a taskwait. */
+static void test_nowait(void)
+{
+    size_t n = 2048;
+    uint32_t *a = tr_random(n, 900), *b = tr_random(n, 901);
+    uint32_t *x = tr_random(n, 902), *y = tr_random(n, 903);
+    uint32_t *want = ht_malloc(n * sizeof(*want));
+    for (size_t j = 0; j < n; j++)
+        want[j] = tr_mix(tr_mix(a[j] ^ b[j], 70), 71);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+#pragma omp target nowait depend(out : x[0]) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tr_mix(a[j] ^ b[j], 70);
+            y[j] = 0;
+        }
+#pragma omp target nowait depend(inout : x[0]) map(tofrom : x[0:n], y[0:n])
+        for (size_t j = 0; j < n; j++) {
+            x[j] = tr_mix(x[j], 71);
+            y[j] = x[j] + 1;
+        }
+#pragma omp taskwait
+    }
+    ht_expect_host(x, want, n * sizeof(*x), "nowait: x");
+    ht_report("nowait: y", y, n * sizeof(*y));
+    free(a), free(b), free(x), free(y), free(want);
+}
+
+/* Four host threads launching regions on data of their own, at once. */
+static void test_threads(void)
+{
+    unsigned long bad = 0;
+#pragma omp parallel num_threads(4) reduction(+ : bad)
+    {
+        int t = omp_get_thread_num();
+        for (int round = 0; round < 8; round++) {
+            size_t n = 100 + (size_t)(37 * t + 11 * round);
+            uint32_t *a = tr_random(n, 1000 + 64 * (uint64_t)t + round);
+            uint32_t *b = tr_random(n, 1032 + 64 * (uint64_t)t + round);
+            uint32_t *x = ht_malloc(n * sizeof(*x)), *y = ht_malloc(n * sizeof(*y));
+            uint32_t tag = 80 + (uint32_t)(t * 8 + round);
+#pragma omp target map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
+            for (size_t j = 0; j < n; j++) {
+                x[j] = tr_mix(a[j] + b[j], tag);
+                y[j] = tr_mix(a[j] ^ b[j], tag);
+            }
+            for (size_t j = 0; j < n; j++)
+                bad += x[j] != tr_mix(a[j] + b[j], tag) || y[j] != tr_mix(a[j] ^ b[j], tag);
+            free(a), free(b), free(x), free(y);
+        }
+    }
+    CHECK(bad == 0, "threads: %lu elements differ", bad);
+    printf("  threads: %lu differences\n", bad);
+}
+
+/* ---- what the hook leaves to the runtime: pointers, structs, mappers ------------------------- */
+
+static uint32_t *global_p, *global_q;
+
+typedef struct pair_of_arrays {
+    uint32_t *in;
+    uint32_t *out;
+    size_t n;
+} pair_of_arrays;
+
+#pragma omp declare mapper(pair_of_arrays s) map(s, s.in[0:s.n], s.out[0:s.n])
+
+static void test_forwarded_shapes(void)
+{
+    size_t n = 1500;
+    /* Global pointers (PTR_AND_OBJ maps) beside plain arrays. */
+    global_p = tr_random(n, 1100);
+    global_q = tr_random(n, 1101);
+    uint32_t *a = tr_random(n, 1102), *b = tr_random(n, 1103);
+    uint32_t *want = ht_malloc(n * sizeof(*want));
+    for (size_t j = 0; j < n; j++)
+        want[j] = tr_mix(global_p[j] + a[j] + b[j], 90);
+#pragma omp target map(to : global_p[0:n], a[0:n], b[0:n]) map(from : global_q[0:n])
+    for (size_t j = 0; j < n; j++)
+        global_q[j] = tr_mix(global_p[j] + a[j] + b[j], 90);
+    ht_expect_host(global_q, want, n * sizeof(*want), "global pointers: q");
+    /* A struct with pointer members, their pointees mapped. */
+    pair_of_arrays s = {tr_random(n, 1104), tr_random(n, 1105), n};
+    for (size_t j = 0; j < n; j++)
+        want[j] = tr_mix(s.in[j], 91);
+#pragma omp target map(to : s.in[0:n]) map(from : s.out[0:n]) map(to : a[0:n], b[0:n])
+    for (size_t j = 0; j < n; j++)
+        s.out[j] = tr_mix(s.in[j], 91);
+    ht_expect_host(s.out, want, n * sizeof(*want), "struct members: out");
+    /* The same through the declared mapper. */
+    ht_fill_random(s.out, n * sizeof(*s.out), 1106);
+    for (size_t j = 0; j < n; j++)
+        want[j] = tr_mix(s.in[j], 92);
+#pragma omp target map(tofrom : s) map(to : a[0:n], b[0:n])
+    for (size_t j = 0; j < s.n; j++)
+        s.out[j] = tr_mix(s.in[j], 92);
+    ht_expect_host(s.out, want, n * sizeof(*want), "mapper: out");
+    ht_report("forwarded shapes: mapper out", s.out, n * sizeof(*s.out));
+    free(global_p), free(global_q), free(a), free(b), free(s.in), free(s.out), free(want);
+}
+
+int main(int argc, char **argv)
+{
+    ht_init(argc, argv, "target_regions");
+    test_to_and_from(6);
+    test_tofrom(6);
+    test_alloc_and_from();
+    test_inside_target_data();
+    test_implicit_and_reduction();
+    test_device_pointers();
+    test_if();
+    test_devices();
+    test_nowait();
+    test_threads();
+    test_forwarded_shapes();
+    return ht_finish("target_regions");
+}
