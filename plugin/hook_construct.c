@@ -185,7 +185,11 @@ static int mark_overlaps(item *items, int32_t count)
     return 0;
 }
 
-/* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares. */
+/* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares.
+ * A pointer-based item (PTR_AND_OBJ: a global or struct-member pointer's section) that is not
+ * a struct member is judged by its object, begins[i] + sizes[i], like any other item: only the
+ * attachment of the pointer at bases[i] is the runtime's, and the constructs keep the mirror
+ * clear of entries an attachment lands in (drop_attached). */
 static int describe_items(const ob_map_args *a, item *items)
 {
     for (int32_t i = 0; i < a->count; i++) {
@@ -206,8 +210,6 @@ static int describe_items(const ob_map_args *a, item *items)
             it->why = REASON_MAPPER;
         else if (t & OB_MAP_NON_CONTIG)
             it->why = REASON_NON_CONTIG;
-        else if (t & OB_MAP_PTR_AND_OBJ)
-            it->why = REASON_ATTACH;
         else if (member_of(t) != 0 || it->is_parent)
             it->why = REASON_STRUCT;
         else if (t & OB_MAP_RETURN_PARAM)
@@ -242,6 +244,20 @@ static void drop_touched(int device, const ob_map_args *a, int32_t i)
     else if (base >= end)
         end = base + 1;
     ob_mirror_drop_range(device, begin, end);
+}
+
+/* The begin attached the pointers of its pointer-based items (bases[i]): an entry holding one
+ * now holds a device address the mirror's copies would overwrite, so it leaves the mirror.
+ * The objects' own entries stay (a pointer inside its own object made that item forwarded). */
+static void drop_attached(int device, const ob_map_args *a, const item *items)
+{
+    for (int32_t i = 0; i < a->count; i++) {
+        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ) || items[i].why == REASON_SKIPPED ||
+            items[i].why == REASON_MAPPER)
+            continue;
+        uintptr_t p = (uintptr_t)a->bases[i];
+        ob_mirror_drop_range(device, p, p + sizeof(void *));
+    }
 }
 
 /* Clang's source string is ";file;function;line;column;;"; " at file:line" reads better, and
@@ -568,6 +584,7 @@ void ob_hook_begin(const ob_construct *c)
                 items[i].why = REASON_FAILED;
     }
     give_back_to_copies(c, &s, items, a->count, begin_should_copy_back);
+    drop_attached(c->device, a, items);
     /* Entries changed in ways the mirror does not follow. */
     for (int32_t i = 0; i < a->count; i++) {
         reason why = items[i].why;
