@@ -1,0 +1,315 @@
+/*
+ * A mapping fuzzer over the real runtime: a random sequence of OpenMP constructs -- enter data,
+ * exit data, update, target regions with maps of their own, kernels on mapped data -- with
+ * random map types and modifiers (to, from, tofrom, alloc, release, delete, always, close and
+ * ompx_hold on regions)
+ * over random sections of arrays of random sizes, some plain heap arrays, some reached through
+ * global pointers (PTR_AND_OBJ maps). The program keeps a model of which sections are mapped
+ * with which counts only to stay clear of constructs the runtime rejects (an explicit section
+ * that extends a mapping aborts the program); what happens to the bytes is the runtime's, and
+ * compare.sh checks that the hooked runs print exactly what the plain run prints: after every
+ * construct a hash of every host array, after every region the sums its kernel computed from
+ * the device copies, at the end the hashes once everything is unmapped.
+ *
+ * Usage: map_fuzz <seed> [constructs]. Prints one line per construct (its kind and the hashes)
+ * and "map_fuzz: N constructs, M checks passed, K failed".
+ */
+#include "hook_test.h"
+
+#define PLAIN_ARRAYS 6
+#define GLOBAL_ARRAYS 2
+#define ARRAYS (PLAIN_ARRAYS + GLOBAL_ARRAYS)
+#define MAX_BYTES 6000
+
+/* The arrays reached through global pointers: clang maps their sections PTR_AND_OBJ. */
+static unsigned char *global_a, *global_b;
+
+typedef struct array {
+    unsigned char *p;
+    size_t n;
+    /* The model: one mapping [lo, hi) or none, and its reference count. */
+    int mapped;
+    size_t lo, hi;
+    unsigned refs;
+} array;
+
+static array arrays[ARRAYS];
+static uint64_t rng;
+
+static size_t pick(size_t bound)
+{
+    return ht_below(&rng, bound);
+}
+
+/* A section [lo, lo + len) of array k: inside its mapping when it has one (len >= 1). */
+static void section_inside(const array *a, size_t *lo, size_t *len)
+{
+    size_t span = a->hi - a->lo;
+    *lo = a->lo + pick(span);
+    *len = 1 + pick(a->hi - *lo);
+    (void)span;
+}
+
+static void section_any(const array *a, size_t *lo, size_t *len)
+{
+    *lo = pick(a->n);
+    *len = 1 + pick(a->n - *lo);
+}
+
+static uint64_t hash_all(void)
+{
+    uint64_t h = 0;
+    for (int k = 0; k < ARRAYS; k++)
+        h = ht_mix64(h ^ ht_fnv(arrays[k].p, arrays[k].n));
+    return h;
+}
+
+/* The host bytes of array k change (so a later `to` copy shows). */
+static void host_writes(int k)
+{
+    ht_fill_random(arrays[k].p, arrays[k].n, ht_below(&rng, 1u << 30));
+}
+
+/* ---- constructs on one array: plain pointers and global pointers are spelled apart --------- */
+
+#define PRAGMA(...) _Pragma(#__VA_ARGS__)
+
+/* enter, exit and update of g[lo:len], for a plain array (g is the parameter p) or a global
+ * pointer (g is global_a or global_b; p is unused). */
+#define ARRAY_OPS(name, g)                                                                      \
+    static void enter_##name(unsigned char *p, size_t lo, size_t len, int how)                  \
+    {                                                                                           \
+        (void)p;                                                                                \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target enter data map(to : g[lo:len])) break;                        \
+        case 1: PRAGMA(omp target enter data map(alloc : g[lo:len])) break;                     \
+        default: PRAGMA(omp target enter data map(always, to : g[lo:len])) break;               \
+        }                                                                                       \
+    }                                                                                           \
+    static void exit_##name(unsigned char *p, size_t lo, size_t len, int how)                   \
+    {                                                                                           \
+        (void)p;                                                                                \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target exit data map(from : g[lo:len])) break;                       \
+        case 1: PRAGMA(omp target exit data map(release : g[lo:len])) break;                    \
+        case 2: PRAGMA(omp target exit data map(always, from : g[lo:len])) break;               \
+        default: PRAGMA(omp target exit data map(delete : g[lo:len])) break;                    \
+        }                                                                                       \
+    }                                                                                           \
+    static void update_##name(unsigned char *p, size_t lo, size_t len, int to)                  \
+    {                                                                                           \
+        (void)p;                                                                                \
+        if (to) {                                                                               \
+            PRAGMA(omp target update to(g[lo:len]))                                             \
+        } else {                                                                                \
+            PRAGMA(omp target update from(g[lo:len]))                                           \
+        }                                                                                       \
+    }
+
+ARRAY_OPS(plain, p)
+ARRAY_OPS(global_a, global_a)
+ARRAY_OPS(global_b, global_b)
+
+typedef void (*array_op)(unsigned char *p, size_t lo, size_t len, int how);
+
+static void on_array(int k, array_op plain, array_op ga, array_op gb, size_t lo, size_t len,
+                     int how)
+{
+    if (k < PLAIN_ARRAYS)
+        plain(arrays[k].p, lo, len, how);
+    else if (k == PLAIN_ARRAYS)
+        ga(NULL, lo, len, how);
+    else
+        gb(NULL, lo, len, how);
+}
+
+static void enter(int k, size_t lo, size_t len, int how)
+{
+    on_array(k, enter_plain, enter_global_a, enter_global_b, lo, len, how);
+}
+
+static void exit_data(int k, size_t lo, size_t len, int how)
+{
+    on_array(k, exit_plain, exit_global_a, exit_global_b, lo, len, how);
+}
+
+static void update(int k, size_t lo, size_t len, int to)
+{
+    on_array(k, update_plain, update_global_a, update_global_b, lo, len, to);
+}
+
+/* ---- target regions over two plain arrays ---------------------------------------------------- */
+
+/* A region mapping sections x[xl:xn] and y[yl:yn] (plain arrays) with the given map kinds; its
+ * kernel sums the bytes it sees and XORs every byte of the sections it may write with key. */
+static uint64_t region(int how, unsigned char *x, size_t xl, size_t xn, unsigned char *y,
+                       size_t yl, size_t yn, unsigned char key)
+{
+    uint64_t sum = 0;
+#define BODY                                                                                    \
+    for (size_t j = 0; j < xn; j++) {                                                           \
+        sum += x[xl + j] * (j + 1);                                                             \
+        x[xl + j] ^= key;                                                                       \
+    }                                                                                           \
+    for (size_t j = 0; j < yn; j++) {                                                           \
+        sum += y[yl + j] * (j + 3);                                                             \
+        y[yl + j] ^= (unsigned char)(key + 1);                                                  \
+    }
+    switch (how) {
+    case 0:
+#pragma omp target map(to : x[xl:xn], y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    case 1:
+#pragma omp target map(tofrom : x[xl:xn], y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    case 2:
+#pragma omp target map(to : x[xl:xn]) map(from : y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    case 3:
+#pragma omp target map(always, tofrom : x[xl:xn], y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    case 4:
+#pragma omp target map(alloc : x[xl:xn]) map(from : y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    default:
+#pragma omp target map(ompx_hold, tofrom : x[xl:xn]) map(close, to : y[yl:yn]) map(tofrom : sum)
+        { BODY }
+        break;
+    }
+#undef BODY
+    return sum;
+}
+
+/* ---- the model --------------------------------------------------------------------------------- */
+
+/* A section of a plain array a region may map: inside its mapping (counted there, present),
+ * or the array unmapped (a temporary mapping). `alloc` sections of unmapped arrays hold
+ * unspecified bytes on the device; the kernel reads them, so those stay inside mappings. */
+static int region_section(const array *a, size_t *lo, size_t *len, int alloc)
+{
+    if (a->mapped) {
+        section_inside(a, lo, len);
+        return 1;
+    }
+    if (alloc)
+        return 0;
+    section_any(a, lo, len);
+    return 1;
+}
+
+static unsigned long constructs_done;
+
+static void one_construct(void)
+{
+    int k = (int)pick(ARRAYS);
+    array *a = &arrays[k];
+    size_t lo = 0, len = 0;
+    switch (pick(10)) {
+    case 0:
+    case 1: { /* enter: a new mapping, or another reference inside the mapping */
+        int how = (int)pick(3), fresh = !a->mapped;
+        if (a->mapped) {
+            section_inside(a, &lo, &len);
+        } else {
+            section_any(a, &lo, &len);
+            a->mapped = 1, a->lo = lo, a->hi = lo + len, a->refs = 0;
+        }
+        a->refs++;
+        if (pick(2))
+            host_writes(k);
+        enter(k, lo, len, how);
+        /* A fresh `alloc` mapping holds unspecified bytes, which a later `from` or kernel would
+         * print: define them at once. */
+        if (fresh && how == 1)
+            update(k, lo, len, 1);
+        printf("%lu enter %d [%zu,+%zu) how %d: %016" PRIx64 "\n", constructs_done, k, lo, len,
+               how, hash_all());
+        break;
+    }
+    case 2:
+    case 3: { /* exit inside the mapping: from, release, always from, delete */
+        if (!a->mapped)
+            return;
+        int how = (int)pick(4);
+        section_inside(a, &lo, &len);
+        a->refs = how == 3 ? 0 : a->refs - 1;
+        if (a->refs == 0)
+            a->mapped = 0;
+        exit_data(k, lo, len, how);
+        printf("%lu exit %d [%zu,+%zu) how %d: %016" PRIx64 "\n", constructs_done, k, lo, len,
+               how, hash_all());
+        break;
+    }
+    case 4:
+    case 5:
+    case 6: { /* update: inside, partly inside or outside the mapping (the last two: nothing) */
+        int to = (int)pick(2);
+        if (a->mapped && pick(4) != 0)
+            section_inside(a, &lo, &len);
+        else
+            section_any(a, &lo, &len);
+        if (to)
+            host_writes(k);
+        update(k, lo, len, to);
+        printf("%lu update %s %d [%zu,+%zu): %016" PRIx64 "\n", constructs_done,
+               to ? "to" : "from", k, lo, len, hash_all());
+        break;
+    }
+    default: { /* a target region over two different plain arrays */
+        int kx = (int)pick(PLAIN_ARRAYS), ky = (int)((kx + 1 + pick(PLAIN_ARRAYS - 1)) %
+                                                     PLAIN_ARRAYS);
+        int how = (int)pick(6);
+        size_t xl, xn, yl, yn;
+        /* Kernels read every section they map: unspecified device bytes (a fresh `alloc` or
+         * `from` section) would print differently from run to run, so those only where the
+         * array is mapped already. */
+        int x_fresh_unset = how == 4, y_fresh_unset = how == 2 || how == 4;
+        if (!region_section(&arrays[kx], &xl, &xn, x_fresh_unset) ||
+            !region_section(&arrays[ky], &yl, &yn, y_fresh_unset))
+            return;
+        if (pick(2))
+            host_writes(kx);
+        uint64_t sum = region(how, arrays[kx].p, xl, xn, arrays[ky].p, yl, yn,
+                              (unsigned char)(1 + pick(255)));
+        printf("%lu region %d: %d [%zu,+%zu) %d [%zu,+%zu) sum %" PRIu64 ": %016" PRIx64 "\n",
+               constructs_done, how, kx, xl, xn, ky, yl, yn, sum, hash_all());
+        break;
+    }
+    }
+    constructs_done++;
+}
+
+int main(int argc, char **argv)
+{
+    ht_init(argc, argv, "map_fuzz");
+    unsigned long constructs = argc > 2 ? strtoul(argv[2], NULL, 10) : 3000;
+    rng = ht_state(1);
+    for (int k = 0; k < ARRAYS; k++) {
+        arrays[k].n = 1 + pick(MAX_BYTES);
+        arrays[k].p = ht_malloc(arrays[k].n);
+        ht_fill_random(arrays[k].p, arrays[k].n, 10 + (uint64_t)k);
+    }
+    global_a = arrays[PLAIN_ARRAYS].p;
+    global_b = arrays[PLAIN_ARRAYS + 1].p;
+    while (constructs_done < constructs)
+        one_construct();
+    /* Unmap everything: the last references, `from` where the model has the array mapped. */
+    for (int k = 0; k < ARRAYS; k++) {
+        array *a = &arrays[k];
+        while (a->mapped) {
+            size_t lo = a->lo, len = a->hi - a->lo;
+            if (--a->refs == 0)
+                a->mapped = 0;
+            exit_data(k, lo, len, 0);
+        }
+        CHECK(ht_is_unmapped(a->p, a->n), "array %d is still mapped at the end", k);
+        printf("end %d: %016" PRIx64 "\n", k, ht_fnv(a->p, a->n));
+    }
+    printf("map_fuzz: %lu constructs\n", constructs_done);
+    return ht_finish("map_fuzz");
+}
