@@ -49,46 +49,11 @@ static const char *range_label(const ob_construct *c, char *buf, size_t size)
     return buf;
 }
 
-/* Why an item was left to the runtime; REASON_NONE: the hook made its copy. */
-#define REASON_LIST(X)                                                                          \
-    X(NONE, "batched")                                                                          \
-    X(NO_TRANSFER, "no transfer to make")                                                       \
-    X(SKIPPED, "private or literal")                                                            \
-    X(MAPPER, "declare mapper")                                                                 \
-    X(NON_CONTIG, "non-contiguous")                                                             \
-    X(ZERO_SIZE, "zero size")                                                                   \
-    X(PRESENT, "present modifier")                                                              \
-    X(STRUCT, "struct member or parent")                                                        \
-    X(ATTACH, "attached pointer")                                                               \
-    X(IMPLICIT, "implicit map")                                                                 \
-    X(RETURN_PARAM, "use_device_ptr/addr")                                                      \
-    X(UNKNOWN, "not a mapping the hook saw created")                                            \
-    X(PARTIAL, "partly mapped")                                                                 \
-    X(OVERLAP, "overlaps another item")                                                         \
-    X(GLOBAL, "declare target global")                                                          \
-    X(EXISTING, "already mapped")                                                               \
-    X(STILL_MAPPED, "still mapped after the end")                                               \
-    X(DEVICE, "device the hook does not copy for")                                              \
-    X(FAILED, "batch failed; the runtime copied")
-
-typedef enum reason {
-#define REASON_ENUM(name, text) REASON_##name,
-    REASON_LIST(REASON_ENUM)
-#undef REASON_ENUM
-    REASON_COUNT
-} reason;
-
-static const char *const reason_text[] = {
-#define REASON_TEXT(name, text) text,
-    REASON_LIST(REASON_TEXT)
-#undef REASON_TEXT
-};
-
 typedef struct item {
     uintptr_t begin;
     uintptr_t end;
     int64_t type;
-    reason why;
+    ob_hook_reason why;
     int is_parent;      /* a later item is MEMBER_OF this one */
     int overlaps;       /* its range overlaps another item's */
     int is_new;         /* begin: the runtime creates its entry in this construct */
@@ -205,25 +170,25 @@ static int describe_items(const ob_map_args *a, item *items)
         item *it = &items[i];
         int64_t t = it->type;
         if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
-            it->why = REASON_SKIPPED;
+            it->why = OB_REASON_SKIPPED;
         else if (has_mapper(a, i))
-            it->why = REASON_MAPPER;
+            it->why = OB_REASON_MAPPER;
         else if (t & OB_MAP_NON_CONTIG)
-            it->why = REASON_NON_CONTIG;
+            it->why = OB_REASON_NON_CONTIG;
         else if (member_of(t) != 0 || it->is_parent)
-            it->why = REASON_STRUCT;
+            it->why = OB_REASON_STRUCT;
         else if (t & OB_MAP_RETURN_PARAM)
-            it->why = REASON_RETURN_PARAM;
+            it->why = OB_REASON_RETURN_PARAM;
         else if (a->sizes[i] <= 0)
-            it->why = REASON_ZERO_SIZE;
+            it->why = OB_REASON_ZERO_SIZE;
         else if (t & OB_MAP_IMPLICIT)
-            it->why = REASON_IMPLICIT;
+            it->why = OB_REASON_IMPLICIT;
         else if (t & OB_MAP_PRESENT)
-            it->why = REASON_PRESENT;
+            it->why = OB_REASON_PRESENT;
         else
-            it->why = REASON_NONE;
+            it->why = OB_REASON_NONE;
         /* Non-contiguous items carry a descriptor array, not their data, in begins[i]. */
-        if (it->why == REASON_NON_CONTIG || it->why == REASON_MAPPER)
+        if (it->why == OB_REASON_NON_CONTIG || it->why == OB_REASON_MAPPER)
             it->end = it->begin;
     }
     return mark_overlaps(items, a->count);
@@ -252,8 +217,8 @@ static void drop_touched(int device, const ob_map_args *a, int32_t i)
 static void drop_attached(int device, const ob_map_args *a, const item *items)
 {
     for (int32_t i = 0; i < a->count; i++) {
-        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ) || items[i].why == REASON_SKIPPED ||
-            items[i].why == REASON_MAPPER)
+        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ) || items[i].why == OB_REASON_SKIPPED ||
+            items[i].why == OB_REASON_MAPPER)
             continue;
         uintptr_t p = (uintptr_t)a->bases[i];
         ob_mirror_drop_range(device, p, p + sizeof(void *));
@@ -281,20 +246,39 @@ static void log_construct(const ob_construct *c, const item *items, int32_t coun
 {
     if (ob_log_level() < 1)
         return;
-    unsigned counts[REASON_COUNT] = {0};
+    unsigned counts[OB_REASON_COUNT] = {0};
     for (int32_t i = 0; i < count; i++)
         counts[items[i].why]++;
     char why[400] = "";
     size_t used = 0;
-    for (int r = 1; r < REASON_COUNT && used < sizeof(why); r++)
+    for (int r = 1; r < OB_REASON_COUNT && used < sizeof(why); r++)
         if (counts[r] != 0)
             used += (size_t)snprintf(why + used, sizeof(why) - used, "%s%u %s",
-                                     used ? ", " : "", counts[r], reason_text[r]);
+                                     used ? ", " : "", counts[r], ob_hook_reason_text[r]);
     char where[160];
     describe_location(c->loc, where, sizeof(where));
     ob_log_write("hook: %s%s on device %d: %d items, %zu batched, %zu forwarded%s%s%s", c->what,
                  where, c->device, (int)count, batched, (size_t)count - batched,
                  used ? " (" : "", why, used ? ")" : "");
+}
+
+static ob_hook_kind kind_of(const ob_construct *c)
+{
+    if (strcmp(c->what, "update") == 0)
+        return OB_KIND_UPDATE;
+    if (strcmp(c->what, "begin") == 0)
+        return OB_KIND_BEGIN;
+    if (strcmp(c->what, "end") == 0)
+        return OB_KIND_END;
+    return strcmp(c->what, "region begin") == 0 ? OB_KIND_REGION_BEGIN : OB_KIND_REGION_END;
+}
+
+/* Each item's verdict, by kind of construct, for the statistics. */
+static void count_reasons(const ob_construct *c, const item *items, int32_t count)
+{
+    ob_hook_kind kind = kind_of(c);
+    for (int32_t i = 0; i < count; i++)
+        ob_hook_add(&ob_hook_count.by_reason[kind][items[i].why], 1);
 }
 
 /* A split region's halves count as its items once (at its begin) and their copies as the
@@ -319,6 +303,7 @@ static void forward_whole(const ob_construct *c)
 {
     int32_t count = c->args.count > 0 ? c->args.count : 0;
     count_construct(c, count, &ob_hook_count.items_forwarded, 0);
+    ob_hook_add(&ob_hook_count.by_reason[kind_of(c)][OB_REASON_WHOLE], (uint64_t)count);
     ob_hook_forward(c, &c->args, 1);
 }
 
@@ -386,7 +371,7 @@ void ob_hook_update(const ob_construct *c)
     for (int32_t i = 0; i < a->count; i++) {
         if (items[i].type & OB_MAP_PRESENT)
             keep_whole = 1;
-        if (items[i].why == REASON_MAPPER || items[i].why == REASON_NON_CONTIG)
+        if (items[i].why == OB_REASON_MAPPER || items[i].why == OB_REASON_NON_CONTIG)
             unknown_ranges = 1;
         directions |= (int)(items[i].type & (OB_MAP_TO | OB_MAP_FROM));
     }
@@ -395,24 +380,24 @@ void ob_hook_update(const ob_construct *c)
     size_t batched = 0;
     for (int32_t i = 0; i < a->count && !keep_whole; i++) {
         item *it = &items[i];
-        if (it->why != REASON_NONE)
+        if (it->why != OB_REASON_NONE)
             continue;
         if (!(it->type & (OB_MAP_TO | OB_MAP_FROM))) {
-            it->why = REASON_NO_TRANSFER;
+            it->why = OB_REASON_NO_TRANSFER;
             continue;
         }
         if (it->overlaps) {
-            it->why = REASON_OVERLAP;
+            it->why = OB_REASON_OVERLAP;
             continue;
         }
         ob_mirror_entry *entry = NULL;
         ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
         if (found != OB_MIRROR_INSIDE) {
-            it->why = found == OB_MIRROR_PARTIAL ? REASON_PARTIAL : REASON_UNKNOWN;
+            it->why = found == OB_MIRROR_PARTIAL ? OB_REASON_PARTIAL : OB_REASON_UNKNOWN;
             continue;
         }
         if (!ob_hook_device_usable(c->device, entry->device)) {
-            it->why = REASON_DEVICE;
+            it->why = OB_REASON_DEVICE;
             continue;
         }
         it->device = entry->device + (it->begin - entry->begin);
@@ -428,8 +413,8 @@ void ob_hook_update(const ob_construct *c)
     }
     if (keep_whole) {
         for (int32_t i = 0; i < a->count; i++)
-            if (items[i].why == REASON_NONE)
-                items[i].why = REASON_PRESENT;
+            if (items[i].why == OB_REASON_NONE)
+                items[i].why = OB_REASON_PRESENT;
     }
     size_t copies = batched;
     char label[160];
@@ -438,18 +423,19 @@ void ob_hook_update(const ob_construct *c)
         /* Nothing is lost: the runtime repeats the copies (the ones that were made wrote the
          * same bytes it will write). */
         for (int32_t i = 0; i < a->count; i++)
-            if (items[i].why == REASON_NONE)
-                items[i].why = REASON_FAILED;
+            if (items[i].why == OB_REASON_NONE)
+                items[i].why = OB_REASON_FAILED;
     }
     int32_t n = 0;
     size_t done = 0;
     for (int32_t i = 0; i < a->count; i++) {
-        if (items[i].why == REASON_NONE)
+        if (items[i].why == OB_REASON_NONE)
             done++;
         else
             compact_item(a, i, &s.fwd, n++, a->types[i]);
     }
     log_construct(c, items, a->count, done);
+    count_reasons(c, items, a->count);
     count_construct(c, a->count, &ob_hook_count.update_batched, done);
     if (n == a->count) {
         ob_hook_forward(c, a, 1);
@@ -464,7 +450,7 @@ void ob_hook_update(const ob_construct *c)
 
 static int begin_should_copy_back(const item *it)
 {
-    return it->why == REASON_FAILED || it->why == REASON_DEVICE;
+    return it->why == OB_REASON_FAILED || it->why == OB_REASON_DEVICE;
 }
 
 /* Before the runtime runs: which items create their entry now, and which of those the hook
@@ -477,31 +463,31 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
         types[i] = it->type;
-        if (it->why != REASON_NONE)
+        if (it->why != OB_REASON_NONE)
             continue;
         if (it->overlaps) {
-            it->why = REASON_OVERLAP;
+            it->why = OB_REASON_OVERLAP;
             continue;
         }
         if (ob_globals_overlap(it->begin, it->end)) {
-            it->why = REASON_GLOBAL;
+            it->why = OB_REASON_GLOBAL;
             continue;
         }
         ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, NULL);
         if (found != OB_MIRROR_ABSENT) {
-            it->why = found == OB_MIRROR_INSIDE ? REASON_EXISTING : REASON_PARTIAL;
+            it->why = found == OB_MIRROR_INSIDE ? OB_REASON_EXISTING : OB_REASON_PARTIAL;
             continue;
         }
         /* Not in the mirror: new only if the runtime has nothing at either end either (an
          * entry strictly inside the range is an error the runtime reports itself). */
         if (rt->is_present((void *)it->begin, c->device) ||
             rt->is_present((void *)(it->end - 1), c->device)) {
-            it->why = REASON_EXISTING;
+            it->why = OB_REASON_EXISTING;
             continue;
         }
         it->is_new = 1;
         if (!(it->type & OB_MAP_TO)) {
-            it->why = REASON_NO_TRANSFER;
+            it->why = OB_REASON_NO_TRANSFER;
             continue;
         }
         types[i] = it->type & ~(int64_t)OB_MAP_TO;
@@ -515,8 +501,8 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
         uintptr_t p = (uintptr_t)a->bases[i];
         for (int32_t j = 0; j < a->count; j++) {
             item *it = &items[j];
-            if (it->why == REASON_NONE && p < it->end && it->begin < p + sizeof(void *)) {
-                it->why = REASON_ATTACH;
+            if (it->why == OB_REASON_NONE && p < it->end && it->begin < p + sizeof(void *)) {
+                it->why = OB_REASON_ATTACH;
                 types[j] = it->type;
                 candidates--;
             }
@@ -542,7 +528,7 @@ void ob_hook_begin(const ob_construct *c)
     size_t n = 0;
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
-        if (it->why == REASON_EXISTING) {
+        if (it->why == OB_REASON_EXISTING) {
             ob_mirror_entry *entry = NULL;
             if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE) {
                 if (it->type & OB_MAP_OMPX_HOLD)
@@ -557,8 +543,8 @@ void ob_hook_begin(const ob_construct *c)
         void *device = rt->get_mapped_ptr((void *)it->begin, c->device);
         if (device == NULL) {
             /* The runtime did not map it after all; it would not have copied either. */
-            if (it->why == REASON_NONE)
-                it->why = REASON_NO_TRANSFER;
+            if (it->why == OB_REASON_NONE)
+                it->why = OB_REASON_NO_TRANSFER;
             continue;
         }
         ob_mirror_entry entry = {.begin = it->begin, .end = it->end, .device = (uintptr_t)device};
@@ -567,10 +553,10 @@ void ob_hook_begin(const ob_construct *c)
         else
             entry.dyn = 1;
         ob_mirror_insert(c->device, &entry);
-        if (it->why != REASON_NONE)
+        if (it->why != OB_REASON_NONE)
             continue;
         if (!ob_hook_device_usable(c->device, (uintptr_t)device)) {
-            it->why = REASON_DEVICE;
+            it->why = OB_REASON_DEVICE;
             continue;
         }
         s.copies[n++] = (ob_hook_copy){device, (const void *)it->begin,
@@ -580,25 +566,26 @@ void ob_hook_begin(const ob_construct *c)
     if (n > 0 && ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)), s.copies, n) !=
                      OMPBATCH_OK) {
         for (int32_t i = 0; i < a->count; i++)
-            if (items[i].why == REASON_NONE)
-                items[i].why = REASON_FAILED;
+            if (items[i].why == OB_REASON_NONE)
+                items[i].why = OB_REASON_FAILED;
     }
     give_back_to_copies(c, &s, items, a->count, begin_should_copy_back);
     drop_attached(c->device, a, items);
     /* Entries changed in ways the mirror does not follow. */
     for (int32_t i = 0; i < a->count; i++) {
-        reason why = items[i].why;
-        if (why == REASON_ATTACH || why == REASON_STRUCT || why == REASON_ZERO_SIZE ||
-            why == REASON_IMPLICIT || why == REASON_RETURN_PARAM || why == REASON_PARTIAL ||
-            why == REASON_OVERLAP)
+        ob_hook_reason why = items[i].why;
+        if (why == OB_REASON_ATTACH || why == OB_REASON_STRUCT || why == OB_REASON_ZERO_SIZE ||
+            why == OB_REASON_IMPLICIT || why == OB_REASON_RETURN_PARAM || why == OB_REASON_PARTIAL ||
+            why == OB_REASON_OVERLAP)
             drop_touched(c->device, a, i);
-        else if (why == REASON_PRESENT || why == REASON_GLOBAL)
+        else if (why == OB_REASON_PRESENT || why == OB_REASON_GLOBAL)
             ob_mirror_drop_range(c->device, items[i].begin, items[i].end);
     }
     size_t done = 0;
     for (int32_t i = 0; i < a->count; i++)
-        done += items[i].why == REASON_NONE;
+        done += items[i].why == OB_REASON_NONE;
     log_construct(c, items, a->count, done);
+    count_reasons(c, items, a->count);
     count_construct(c, a->count, &ob_hook_count.enter_batched, done);
     scratch_free(&s);
 }
@@ -630,31 +617,31 @@ static size_t plan_end(const ob_construct *c, item *items, int64_t *types, size_
     for (int32_t i = a->count - 1; i >= 0; i--) { /* the runtime's order: reverse */
         item *it = &items[i];
         types[i] = it->type;
-        if (it->why != REASON_NONE)
+        if (it->why != OB_REASON_NONE)
             continue;
         ob_mirror_entry *entry = NULL;
         ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
         if (found != OB_MIRROR_INSIDE) {
-            it->why = found == OB_MIRROR_PARTIAL ? REASON_PARTIAL : REASON_UNKNOWN;
+            it->why = found == OB_MIRROR_PARTIAL ? OB_REASON_PARTIAL : OB_REASON_UNKNOWN;
             continue;
         }
         it->was_mirrored = 1;
         int last = model_end(entry, it->type);
         if (last < 0) {
-            it->why = REASON_UNKNOWN;
+            it->why = OB_REASON_UNKNOWN;
             ob_mirror_drop_range(c->device, entry->begin, entry->end);
             continue;
         }
         if (!(it->type & OB_MAP_FROM) || !(last || (it->type & OB_MAP_ALWAYS))) {
-            it->why = REASON_NO_TRANSFER;
+            it->why = OB_REASON_NO_TRANSFER;
             continue;
         }
         if (it->overlaps) {
-            it->why = REASON_OVERLAP;
+            it->why = OB_REASON_OVERLAP;
             continue;
         }
         if (!ob_hook_device_usable(c->device, entry->device)) {
-            it->why = REASON_DEVICE;
+            it->why = OB_REASON_DEVICE;
             continue;
         }
         it->device = entry->device + (it->begin - entry->begin);
@@ -679,8 +666,8 @@ static void settle_end(const ob_construct *c, const item *items)
                 (entry->dyn + entry->hold == 0 || !rt->is_present((void *)entry->begin,
                                                                   c->device)))
                 ob_mirror_drop_range(c->device, entry->begin, entry->end);
-        } else if (it->why != REASON_NONE && it->why != REASON_SKIPPED &&
-                   it->why != REASON_UNKNOWN) {
+        } else if (it->why != OB_REASON_NONE && it->why != OB_REASON_SKIPPED &&
+                   it->why != OB_REASON_UNKNOWN) {
             drop_touched(c->device, a, i);
         }
     }
@@ -703,7 +690,7 @@ void ob_hook_end(const ob_construct *c)
     size_t n = 0;
     for (int32_t i = 0; i < a->count && staging != NULL; i++) {
         item *it = &items[i];
-        if (it->why == REASON_NONE)
+        if (it->why == OB_REASON_NONE)
             s.copies[n++] = (ob_hook_copy){staging + it->staging, (const void *)it->device,
                                            (size_t)(it->end - it->begin), 0};
     }
@@ -712,8 +699,8 @@ void ob_hook_end(const ob_construct *c)
         (staging == NULL || ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)),
                                              s.copies, n) != OMPBATCH_OK)) {
         for (int32_t i = 0; i < a->count; i++) {
-            if (items[i].why == REASON_NONE) {
-                items[i].why = REASON_FAILED;
+            if (items[i].why == OB_REASON_NONE) {
+                items[i].why = OB_REASON_FAILED;
                 s.types[i] = items[i].type;
             }
         }
@@ -727,7 +714,7 @@ void ob_hook_end(const ob_construct *c)
     size_t done = 0;
     for (int32_t i = 0; i < a->count && candidates > 0; i++) {
         item *it = &items[i];
-        if (it->why != REASON_NONE)
+        if (it->why != OB_REASON_NONE)
             continue;
         /* The runtime copies `always` items whatever the count, and the others only when it
          * removed the entry. */
@@ -735,13 +722,14 @@ void ob_hook_end(const ob_construct *c)
             memcpy((void *)it->begin, staging + it->staging, (size_t)(it->end - it->begin));
             done++;
         } else {
-            it->why = REASON_STILL_MAPPED;
+            it->why = OB_REASON_STILL_MAPPED;
         }
     }
     free(staging);
     settle_end(c, items);
     ob_hook_copy_forget_memory();
     log_construct(c, items, a->count, done);
+    count_reasons(c, items, a->count);
     count_construct(c, a->count, &ob_hook_count.exit_batched, done);
     scratch_free(&s);
 }

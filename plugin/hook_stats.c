@@ -10,6 +10,12 @@
 
 ob_hook_counters ob_hook_count;
 
+const char *const ob_hook_reason_text[OB_REASON_COUNT] = {
+#define OB_HOOK_REASON_TEXT_(name, text) text,
+    OB_HOOK_REASON_LIST(OB_HOOK_REASON_TEXT_)
+#undef OB_HOOK_REASON_TEXT_
+};
+
 static uint64_t load(atomic_uint_fast64_t *counter)
 {
     return atomic_load_explicit(counter, memory_order_relaxed);
@@ -67,6 +73,9 @@ int ompbatch_hook_reset_stats(void)
     };
     for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         atomic_store_explicit(counters[i], 0, memory_order_relaxed);
+    for (int k = 0; k < OB_KIND_COUNT; k++)
+        for (int r = 0; r < OB_REASON_COUNT; r++)
+            atomic_store_explicit(&ob_hook_count.by_reason[k][r], 0, memory_order_relaxed);
     atomic_store_explicit(&ob_hook_count.paths, 0, memory_order_relaxed);
     return OMPBATCH_OK;
 }
@@ -83,7 +92,39 @@ static const char *state_name(int state)
     }
 }
 
-/* OMPBATCH_STATS=1: one line on stderr at exit, for scripts and for users who cannot change
+/* The second line of OMPBATCH_STATS=1: per kind of construct, the items batched and why the
+ * others were forwarded, e.g. "update 48 (batched 40, not a mapping the hook saw created 8)".
+ * Kinds that saw no item are left out. */
+static void print_reasons(void)
+{
+    static const char *const kinds[OB_KIND_COUNT] = {"update", "begin", "end", "region begin",
+                                                     "region end"};
+    char line[2048];
+    size_t used = (size_t)snprintf(line, sizeof(line), "ompbatch hook items:");
+    for (int k = 0; k < OB_KIND_COUNT && used < sizeof(line); k++) {
+        uint64_t total = 0;
+        for (int r = 0; r < OB_REASON_COUNT; r++)
+            total += load(&ob_hook_count.by_reason[k][r]);
+        if (total == 0)
+            continue;
+        used += (size_t)snprintf(line + used, sizeof(line) - used, "%s %s %llu (",
+                                 used > 20 ? ";" : "", kinds[k], (unsigned long long)total);
+        const char *sep = "";
+        for (int r = 0; r < OB_REASON_COUNT && used < sizeof(line); r++) {
+            uint64_t n = load(&ob_hook_count.by_reason[k][r]);
+            if (n == 0)
+                continue;
+            used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s %llu", sep,
+                                     ob_hook_reason_text[r], (unsigned long long)n);
+            sep = ", ";
+        }
+        if (used < sizeof(line))
+            used += (size_t)snprintf(line + used, sizeof(line) - used, ")");
+    }
+    fprintf(stderr, "%s\n", used > 20 ? line : "ompbatch hook items: none");
+}
+
+/* OMPBATCH_STATS=1: two lines on stderr at exit, for scripts and for users who cannot change
  * the program. Registered from a constructor so it needs no call from the program. */
 static void print_at_exit(void)
 {
@@ -111,6 +152,7 @@ static void print_at_exit(void)
             (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none",
             (unsigned long long)s.regions_split, (unsigned long long)s.region_items,
             (unsigned long long)s.region_batched);
+    print_reasons();
 }
 
 __attribute__((constructor)) static void register_stats_report(void)

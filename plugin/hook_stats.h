@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hook_reasons.h"
+
 typedef struct ob_hook_counters {
     atomic_uint_fast64_t constructs;
     atomic_uint_fast64_t kernels;
@@ -20,6 +22,9 @@ typedef struct ob_hook_counters {
     atomic_uint_fast64_t regions_split;
     atomic_uint_fast64_t region_items;
     atomic_uint_fast64_t region_batched;
+    /* Items by kind of construct and by the reason the hook left them to the runtime
+     * (OB_REASON_NONE: batched); printed with OMPBATCH_STATS=1. */
+    atomic_uint_fast64_t by_reason[OB_KIND_COUNT][OB_REASON_COUNT];
 } ob_hook_counters;
 
 extern ob_hook_counters ob_hook_count;
