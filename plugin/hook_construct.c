@@ -181,8 +181,6 @@ static int describe_items(const ob_map_args *a, item *items)
             it->why = OB_REASON_RETURN_PARAM;
         else if (a->sizes[i] <= 0)
             it->why = OB_REASON_ZERO_SIZE;
-        else if (t & OB_MAP_IMPLICIT)
-            it->why = OB_REASON_IMPLICIT;
         else if (t & OB_MAP_PRESENT)
             it->why = OB_REASON_PRESENT;
         else
@@ -575,7 +573,7 @@ void ob_hook_begin(const ob_construct *c)
     for (int32_t i = 0; i < a->count; i++) {
         ob_hook_reason why = items[i].why;
         if (why == OB_REASON_ATTACH || why == OB_REASON_STRUCT || why == OB_REASON_ZERO_SIZE ||
-            why == OB_REASON_IMPLICIT || why == OB_REASON_RETURN_PARAM || why == OB_REASON_PARTIAL ||
+            why == OB_REASON_RETURN_PARAM || why == OB_REASON_PARTIAL ||
             why == OB_REASON_OVERLAP)
             drop_touched(c->device, a, i);
         else if (why == OB_REASON_PRESENT || why == OB_REASON_GLOBAL)
@@ -793,9 +791,9 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
     ob_mirror_found found = ob_mirror_find(device, begin, end, &entry);
     if (found == OB_MIRROR_PARTIAL)
         return REGION_ITEM_UNSAFE; /* an explicit extension: the begin half would fail */
-    int from = (t & OB_MAP_FROM) != 0, implicit = (t & OB_MAP_IMPLICIT) != 0;
+    int from = (t & OB_MAP_FROM) != 0;
     if (found == OB_MIRROR_INSIDE)
-        return from && (t & OB_MAP_ALWAYS) && !implicit ? REGION_ITEM_FROM : REGION_ITEM_FINE;
+        return from && (t & OB_MAP_ALWAYS) ? REGION_ITEM_FROM : REGION_ITEM_FINE;
     /* Not a mapping the hook knows: one the runtime has (made by a construct the hook
      * forwarded, a global, an associated pointer) may be an extension; absent at both ends,
      * the begin creates it. */
@@ -804,13 +802,20 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
     const ob_hook_runtime *rt = ob_hook_runtime_get();
     if (rt->is_present((void *)begin, device) || rt->is_present((void *)(end - 1), device))
         return REGION_ITEM_UNSAFE;
-    if (implicit) /* the halves leave implicit items to the runtime */
-        return REGION_ITEM_FINE;
     int to = (t & OB_MAP_TO) != 0;
     return to && from ? REGION_ITEM_NEW_TOFROM
            : to       ? REGION_ITEM_NEW_TO
            : from     ? REGION_ITEM_NEW_FROM
                       : REGION_ITEM_FINE;
+}
+
+/* Whether the copies a split would batch pay for its two extra calls into the runtime: two
+ * or more to the device (one batch instead of the runtime's copies one by one), or any from
+ * it (the runtime's copy into pageable memory waits inside the driver, which in its
+ * blocking-sync context costs tens of microseconds; the hook's goes through pinned staging). */
+static int worth_splitting(size_t to, size_t from)
+{
+    return to >= 2 || from >= 1;
 }
 
 int ob_hook_region_splittable(int device, const ob_kernel_args *k)
@@ -819,16 +824,16 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
         k->arg_ptrs == NULL || k->arg_sizes == NULL || k->arg_types == NULL)
         return 0;
     /* Most regions map too little to move for a split to pay: a scan of the types answers
-     * that without a look-up (two explicit items or more in one direction are needed). */
+     * that without a look-up. */
     size_t to_items = 0, from_items = 0;
     for (uint32_t i = 0; i < k->num_args; i++) {
         int64_t t = k->arg_types[i];
-        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL | OB_MAP_IMPLICIT))
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
             continue;
         to_items += (t & OB_MAP_TO) != 0;
         from_items += (t & OB_MAP_FROM) != 0;
     }
-    if (to_items < 2 && from_items < 2)
+    if (!worth_splitting(to_items, from_items))
         return 0;
     size_t to = 0, from = 0;
     int unsafe = 0;
@@ -856,9 +861,7 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
         }
     }
     ob_mirror_kernel_unlock();
-    /* One copy each way gains nothing over the runtime's own, and the split adds two calls
-     * into the runtime. */
-    return !unsafe && (to >= 2 || from >= 2);
+    return !unsafe && worth_splitting(to, from);
 }
 
 void ob_hook_region_kernel_types(const ob_kernel_args *k, int64_t *types)

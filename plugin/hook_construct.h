@@ -37,9 +37,9 @@ void ob_hook_kernel_maps(int device, const ob_kernel_args *args);
  * the kernel (TO, FROM and ALWAYS taken off its mapped items) + data end (its arrays as they
  * are): libomptarget 16's own target() is that sequence, so the results are the same, and
  * the begin and end halves batch what they can. 1 when the hook would then make two copies
- * or more in one direction and every mapped item is one whose begin cannot fail differently
- * (docs/hook.md, "Target regions"); 0 to forward the region as it is. Callers hold the
- * construct lock (shared is enough). */
+ * or more to the device or one from it, and every mapped item is one whose begin cannot fail
+ * differently (docs/hook.md, "Target regions"); 0 to forward the region as it is. Callers
+ * hold the construct lock (shared is enough). */
 int ob_hook_region_splittable(int device, const ob_kernel_args *args);
 
 /* The map types of a split region's kernel: types[i] is args' with TO, FROM and ALWAYS

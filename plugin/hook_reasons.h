@@ -14,7 +14,6 @@
     X(PRESENT, "present modifier")                                                              \
     X(STRUCT, "struct member or parent")                                                        \
     X(ATTACH, "attached pointer")                                                               \
-    X(IMPLICIT, "implicit map")                                                                 \
     X(RETURN_PARAM, "use_device_ptr/addr")                                                      \
     X(UNKNOWN, "not a mapping the hook saw created")                                            \
     X(PARTIAL, "partly mapped")                                                                 \

@@ -16,6 +16,8 @@
  *   r  target regions whose own maps move the data: r-naive 128 x (8 `to` + 2 `from`) x 4 KiB,
  *      r-tofrom 64 x `tofrom` 4 x 64 KiB, r-present the same on data mapped around them,
  *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array
+ *   p  p-halo: halo rows of a grid reached through a global pointer (PTR_AND_OBJ sections),
+ *      512 steps x (2 `update from` + 2 `update to`) x 3200 B
  *
  * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
  * map(release:)`, in the hook mode it times), moves new data and is checked byte for byte:
@@ -376,9 +378,27 @@ static void region_reduction(char *const *p, const size_t *n, size_t j0, unsigne
     (void)j0, (void)seed, (void)mask;
 }
 
+/* ---- halo rows of a global pointer ----------------------------------------------------------- */
+
+/* Shape p-halo: a grid reached through a global pointer, so clang maps its sections
+ * PTR_AND_OBJ, as a weather code's halo exchange does: each step reads back the two rows next
+ * to the edges and sends new edge rows. */
+#define HALO_ROW 3200
+#define HALO_ROWS 16
+#define HALO_STEPS 512
+static char *halo_grid;
+
+static void halo_step(void)
+{
+#pragma omp target update from(halo_grid[HALO_ROW:HALO_ROW])
+#pragma omp target update from(halo_grid[(HALO_ROWS - 2) * HALO_ROW:HALO_ROW])
+#pragma omp target update to(halo_grid[0:HALO_ROW])
+#pragma omp target update to(halo_grid[(HALO_ROWS - 1) * HALO_ROW:HALO_ROW])
+}
+
 /* ---- shapes ---------------------------------------------------------------------------------- */
 
-typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT, KIND_REGION } shape_kind;
+typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT, KIND_REGION, KIND_HALO } shape_kind;
 
 typedef struct config {
     int reps;
@@ -406,6 +426,12 @@ static size_t size_4k(size_t j, const config *cfg)
 {
     (void)j, (void)cfg;
     return 4096;
+}
+
+static size_t size_halo(size_t j, const config *cfg)
+{
+    (void)j, (void)cfg;
+    return HALO_ROWS * HALO_ROW;
 }
 
 static size_t size_64k(size_t j, const config *cfg)
@@ -461,6 +487,8 @@ static const shape SHAPES[] = {
      region_1tofrom, 1, 0, 0},
     {"r-reduce", "regions, 1024 x reduction over present 4 KiB", KIND_REGION, &OPS16, 1024, 1,
      size_4k, region_reduction, 1, 1, 1},
+    {"p-halo", "global pointer halo, 512 x (2 from + 2 to) x 3200 B", KIND_HALO, &OPS1, 1,
+     HALO_STEPS, size_halo, NULL, 0, 0, 0},
 };
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -694,6 +722,35 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
     return bad;
 }
 
+/* Shape p-halo: the device grid starts as the pattern's complement, the host's as the
+ * pattern; afterwards the host holds the device's rows next to the edges, the device the
+ * host's edge rows, and nothing else changed. */
+static long rep_halo(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    halo_grid = a->p[0];
+    size_t n = a->n[0];
+#pragma omp target enter data map(alloc: halo_grid[0:n])
+    dev_fill(a, &OPS1, seed, 0xFF);
+    host_fill(a, seed, 0);
+    timer_start(t);
+    for (int r = 0; r < sh->repeat; r++)
+        halo_step();
+    timer_stop(t);
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t row = i / HALO_ROW;
+        unsigned char want = pattern(seed, 0, i);
+        if (row == 1 || row == HALO_ROWS - 2)
+            want = (unsigned char)~want;
+        bad += (unsigned char)halo_grid[i] != want;
+    }
+    /* On the device only the edge rows hold the pattern now. */
+    long differ = dev_check(a, &OPS1, seed);
+    bad += differ != (long)(n - 2 * HALO_ROW);
+#pragma omp target exit data map(release: halo_grid[0:n])
+    return bad;
+}
+
 /* One repetition in the current hook mode: its time in microseconds, or -1 on wrong data. */
 static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int on,
                       ompbatch_hook_stats *acc)
@@ -713,6 +770,7 @@ static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int
     long bad = sh->kind == KIND_TO       ? rep_to(sh, a, seed, &t)
                : sh->kind == KIND_FROM   ? rep_from(sh, a, seed, &t)
                : sh->kind == KIND_REGION ? rep_region(sh, a, seed, &t)
+               : sh->kind == KIND_HALO   ? rep_halo(sh, a, seed, &t)
                                          : rep_enter_exit(sh, a, seed, &t);
     if (maps_around)
         each_group(a, sh->ops, sh->ops->exit_release);
@@ -732,6 +790,12 @@ static void shape_counts(const shape *sh, const arrays *a, result *res)
     res->sh = sh;
     size_t group = sh->kind == KIND_REGION ? sh->group : sh->ops->size;
     res->constructs = a->count / group * (size_t)sh->repeat * (size_t)passes;
+    if (sh->kind == KIND_HALO) {
+        res->constructs = 4 * (size_t)sh->repeat;
+        res->items = res->constructs;
+        res->bytes = res->constructs * HALO_ROW;
+        return;
+    }
     res->items = a->count * (size_t)sh->repeat * (size_t)passes;
     res->bytes = a->bytes * (size_t)sh->repeat * (size_t)passes;
 }
