@@ -50,6 +50,11 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 #pragma omp target update to(present : p[lo:len])
     } else if (strcmp(mode, "enter") == 0) {
 #pragma omp target enter data map(present, to : q[0:nb])
+    } else if (strcmp(mode, "region") == 0) {
+        unsigned char *c = a->host, *d = a->dev; /* fresh, unmapped buffers of n bytes */
+#pragma omp target map(present, to : q[0:nb]) map(to : c[0:n], d[0:n]) map(from : p[0:n])
+        for (size_t j = 0; j < n; j++)
+            p[j] = (unsigned char)(c[j] ^ d[j] ^ q[j % nb]);
     } else {
 #pragma omp target exit data map(present, from : q[0:nb])
     }
@@ -57,13 +62,13 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 
 int main(int argc, char **argv)
 {
-    const char *modes[] = {"update", "update_partial", "enter", "exit"};
+    const char *modes[] = {"update", "update_partial", "enter", "exit", "region"};
     const char *mode = argc > 2 ? argv[2] : "";
     int known = 0;
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
         known |= strcmp(mode, modes[k]) == 0;
     if (!known) {
-        fprintf(stderr, "usage: %s <seed> update|update_partial|enter|exit\n", argv[0]);
+        fprintf(stderr, "usage: %s <seed> update|update_partial|enter|exit|region\n", argv[0]);
         return 2;
     }
     ht_init(argc, argv, "present_error");
