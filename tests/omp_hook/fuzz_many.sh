@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The mapping fuzzer at length (map_fuzz.c): seeds 1..SEEDS, COUNT constructs each, the plain
 # and the hooked build compared run by run (stdout and exit status); prints the seeds whose runs
-# differ and a closing count. Host offload: no GPU needed.
+# differ and a closing count. Host-offload builds by default (the CUDA driver kept away from
+# the library); OMPBATCH_COMPARE_GPU=1 for nvptx builds on a GPU machine.
 # Usage: fuzz_many.sh <map_fuzz_plain> <map_fuzz_hooked> SEEDS COUNT
 set -u
 [ $# -eq 4 ] || { echo "usage: $0 <plain> <hooked> SEEDS COUNT" >&2; exit 2; }
 plain=$1 hooked=$2 seeds=$3 count=$4
-export OMP_TARGET_OFFLOAD=MANDATORY OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1
+export OMP_TARGET_OFFLOAD=MANDATORY
+[ "${OMPBATCH_COMPARE_GPU:-0}" = 1 ] || export OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1
 bad=0 total=0
 for seed in $(seq 1 $seeds); do
   a=$($plain $seed $count 2>/dev/null; echo "rc=$?")
