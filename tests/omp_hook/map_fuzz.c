@@ -185,6 +185,50 @@ static uint64_t region(int how, unsigned char *x, size_t xl, size_t xn, unsigned
     return sum;
 }
 
+/* The same over sections of the two global pointers (PTR_AND_OBJ maps in a region). */
+static uint64_t region_global(int how, size_t xl, size_t xn, size_t yl, size_t yn,
+                              unsigned char key)
+{
+    uint64_t sum = 0;
+#define GBODY                                                                                   \
+    for (size_t j = 0; j < xn; j++) {                                                           \
+        sum += global_a[xl + j] * (j + 1);                                                      \
+        global_a[xl + j] ^= key;                                                                \
+    }                                                                                           \
+    for (size_t j = 0; j < yn; j++) {                                                           \
+        sum += global_b[yl + j] * (j + 3);                                                      \
+        global_b[yl + j] ^= (unsigned char)(key + 1);                                           \
+    }
+    switch (how) {
+    case 0:
+#pragma omp target map(to : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    case 1:
+#pragma omp target map(tofrom : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    case 2:
+#pragma omp target map(to : global_a[xl:xn]) map(from : global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    case 3:
+#pragma omp target map(always, tofrom : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    case 4:
+#pragma omp target map(alloc : global_a[xl:xn]) map(from : global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    default:
+#pragma omp target map(tofrom : global_a[xl:xn]) map(close, to : global_b[yl:yn]) map(tofrom : sum)
+        { GBODY }
+        break;
+    }
+#undef GBODY
+    return sum;
+}
+
 /* ---- the model --------------------------------------------------------------------------------- */
 
 /* A section of a plain array a region may map: inside its mapping (counted there, present),
@@ -260,9 +304,12 @@ static void one_construct(void)
                to ? "to" : "from", k, lo, len, hash_all());
         break;
     }
-    default: { /* a target region over two different plain arrays */
+    default: { /* a target region over two different plain arrays, or the two globals */
+        int globals = pick(3) == 0;
         int kx = (int)pick(PLAIN_ARRAYS), ky = (int)((kx + 1 + pick(PLAIN_ARRAYS - 1)) %
                                                      PLAIN_ARRAYS);
+        if (globals)
+            kx = PLAIN_ARRAYS, ky = PLAIN_ARRAYS + 1;
         int how = (int)pick(6);
         size_t xl, xn, yl, yn;
         /* Kernels read every section they map: unspecified device bytes (a fresh `alloc` or
@@ -274,8 +321,9 @@ static void one_construct(void)
             return;
         if (pick(2))
             host_writes(kx);
-        uint64_t sum = region(how, arrays[kx].p, xl, xn, arrays[ky].p, yl, yn,
-                              (unsigned char)(1 + pick(255)));
+        unsigned char key = (unsigned char)(1 + pick(255));
+        uint64_t sum = globals ? region_global(how, xl, xn, yl, yn, key)
+                               : region(how, arrays[kx].p, xl, xn, arrays[ky].p, yl, yn, key);
         printf("%lu region %d: %d [%zu,+%zu) %d [%zu,+%zu) sum %" PRIu64 ": %016" PRIx64 "\n",
                constructs_done, how, kx, xl, xn, ky, yl, yn, sum, hash_all());
         break;
