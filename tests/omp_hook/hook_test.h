@@ -136,6 +136,15 @@ static inline unsigned char ht_key(uint64_t seed, uint64_t tag, size_t j)
     x ^= x >> 32;
     return (unsigned char)(1 + x % 255);
 }
+
+/* A value a kernel computes from an element and a tag, exact in integers (a GPU gives the same
+ * bits) and different for every input and tag: the host predicts what kernels write. */
+static inline uint32_t ht_mix32(uint32_t x, uint32_t tag)
+{
+    x ^= tag * 0x9e3779b9u;
+    x *= 0x85ebca6bu;
+    return x ^ (x >> 13);
+}
 #pragma omp end declare target
 
 /* What ht_device_scramble does to the device copy, done to the host's expected copy. */

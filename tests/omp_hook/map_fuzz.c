@@ -140,94 +140,49 @@ static void update(int k, size_t lo, size_t len, int to)
 
 /* ---- target regions over two plain arrays ---------------------------------------------------- */
 
-/* A region mapping sections x[xl:xn] and y[yl:yn] (plain arrays) with the given map kinds; its
- * kernel sums the bytes it sees and XORs every byte of the sections it may write with key. */
-static uint64_t region(int how, unsigned char *x, size_t xl, size_t xn, unsigned char *y,
-                       size_t yl, size_t yn, unsigned char key)
-{
-    uint64_t sum = 0;
-#define BODY                                                                                    \
-    for (size_t j = 0; j < xn; j++) {                                                           \
-        sum += x[xl + j] * (j + 1);                                                             \
-        x[xl + j] ^= key;                                                                       \
-    }                                                                                           \
-    for (size_t j = 0; j < yn; j++) {                                                           \
-        sum += y[yl + j] * (j + 3);                                                             \
-        y[yl + j] ^= (unsigned char)(key + 1);                                                  \
+/* A region mapping sections X[xl:xn] and Y[yl:yn] with the map kinds `how` picks; its kernel
+ * sums the bytes it sees and XORs every byte of the sections it may write with key. X and Y
+ * are the parameters x and y (plain arrays) or the two global pointers (PTR_AND_OBJ maps). */
+#define REGION_OPS(name, X, Y)                                                                  \
+    static uint64_t region_##name(int how, unsigned char *x, size_t xl, size_t xn,              \
+                                  unsigned char *y, size_t yl, size_t yn, unsigned char key)    \
+    {                                                                                           \
+        uint64_t sum = 0;                                                                       \
+        (void)x, (void)y;                                                                       \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target map(to : X[xl:xn], Y[yl:yn]) map(tofrom : sum))               \
+            REGION_BODY(X, Y) break;                                                            \
+        case 1: PRAGMA(omp target map(tofrom : X[xl:xn], Y[yl:yn]) map(tofrom : sum))           \
+            REGION_BODY(X, Y) break;                                                            \
+        case 2: PRAGMA(omp target map(to : X[xl:xn]) map(from : Y[yl:yn]) map(tofrom : sum))    \
+            REGION_BODY(X, Y) break;                                                            \
+        case 3:                                                                                 \
+            PRAGMA(omp target map(always, tofrom : X[xl:xn], Y[yl:yn]) map(tofrom : sum))       \
+            REGION_BODY(X, Y) break;                                                            \
+        case 4: PRAGMA(omp target map(alloc : X[xl:xn]) map(from : Y[yl:yn]) map(tofrom : sum)) \
+            REGION_BODY(X, Y) break;                                                            \
+        default:                                                                                \
+            PRAGMA(omp target map(ompx_hold, tofrom : X[xl:xn]) map(close, to : Y[yl:yn])       \
+                       map(tofrom : sum))                                                       \
+            REGION_BODY(X, Y) break;                                                            \
+        }                                                                                       \
+        return sum;                                                                             \
     }
-    switch (how) {
-    case 0:
-#pragma omp target map(to : x[xl:xn], y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    case 1:
-#pragma omp target map(tofrom : x[xl:xn], y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    case 2:
-#pragma omp target map(to : x[xl:xn]) map(from : y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    case 3:
-#pragma omp target map(always, tofrom : x[xl:xn], y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    case 4:
-#pragma omp target map(alloc : x[xl:xn]) map(from : y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    default:
-#pragma omp target map(ompx_hold, tofrom : x[xl:xn]) map(close, to : y[yl:yn]) map(tofrom : sum)
-        { BODY }
-        break;
-    }
-#undef BODY
-    return sum;
-}
 
-/* The same over sections of the two global pointers (PTR_AND_OBJ maps in a region). */
-static uint64_t region_global(int how, size_t xl, size_t xn, size_t yl, size_t yn,
-                              unsigned char key)
-{
-    uint64_t sum = 0;
-#define GBODY                                                                                   \
-    for (size_t j = 0; j < xn; j++) {                                                           \
-        sum += global_a[xl + j] * (j + 1);                                                      \
-        global_a[xl + j] ^= key;                                                                \
-    }                                                                                           \
-    for (size_t j = 0; j < yn; j++) {                                                           \
-        sum += global_b[yl + j] * (j + 3);                                                      \
-        global_b[yl + j] ^= (unsigned char)(key + 1);                                           \
+#define REGION_BODY(X, Y)                                                                       \
+    {                                                                                           \
+        for (size_t j = 0; j < xn; j++) {                                                       \
+            sum += X[xl + j] * (j + 1);                                                         \
+            X[xl + j] ^= key;                                                                   \
+        }                                                                                       \
+        for (size_t j = 0; j < yn; j++) {                                                       \
+            sum += Y[yl + j] * (j + 3);                                                         \
+            Y[yl + j] ^= (unsigned char)(key + 1);                                              \
+        }                                                                                       \
     }
-    switch (how) {
-    case 0:
-#pragma omp target map(to : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    case 1:
-#pragma omp target map(tofrom : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    case 2:
-#pragma omp target map(to : global_a[xl:xn]) map(from : global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    case 3:
-#pragma omp target map(always, tofrom : global_a[xl:xn], global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    case 4:
-#pragma omp target map(alloc : global_a[xl:xn]) map(from : global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    default:
-#pragma omp target map(tofrom : global_a[xl:xn]) map(close, to : global_b[yl:yn]) map(tofrom : sum)
-        { GBODY }
-        break;
-    }
-#undef GBODY
-    return sum;
-}
+
+REGION_OPS(plain, x, y)
+REGION_OPS(globals, global_a, global_b)
 
 /* ---- the model --------------------------------------------------------------------------------- */
 
@@ -322,8 +277,8 @@ static void one_construct(void)
         if (pick(2))
             host_writes(kx);
         unsigned char key = (unsigned char)(1 + pick(255));
-        uint64_t sum = globals ? region_global(how, xl, xn, yl, yn, key)
-                               : region(how, arrays[kx].p, xl, xn, arrays[ky].p, yl, yn, key);
+        uint64_t sum = (globals ? region_globals : region_plain)(how, arrays[kx].p, xl, xn,
+                                                                arrays[ky].p, yl, yn, key);
         printf("%lu region %d: %d [%zu,+%zu) %d [%zu,+%zu) sum %" PRIu64 ": %016" PRIx64 "\n",
                constructs_done, how, kx, xl, xn, ky, yl, yn, sum, hash_all());
         break;

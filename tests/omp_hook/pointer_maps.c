@@ -17,14 +17,6 @@
  */
 #include "hook_test.h"
 
-#pragma omp declare target
-static inline uint32_t pm_mix(uint32_t x, uint32_t tag)
-{
-    x ^= tag * 0x9e3779b9u;
-    x *= 0x85ebca6bu;
-    return x ^ (x >> 13);
-}
-#pragma omp end declare target
 
 static uint32_t *grid_u, *grid_v, *grid_w;
 
@@ -49,12 +41,12 @@ static void test_halo_loop(void)
         for (uint32_t step = 0; step < 12; step++) {
 #pragma omp target teams distribute parallel for
             for (size_t k = w; k < n - w; k++)
-                grid_w[k] = pm_mix(grid_u[k - w] + grid_u[k + w] + grid_v[k], step);
+                grid_w[k] = ht_mix32(grid_u[k - w] + grid_u[k + w] + grid_v[k], step);
 #pragma omp target teams distribute parallel for
             for (size_t k = w; k < n - w; k++)
                 grid_u[k] = grid_w[k];
             for (size_t k = w; k < n - w; k++)
-                next[k] = pm_mix(u[k - w] + u[k + w] + v[k], step);
+                next[k] = ht_mix32(u[k - w] + u[k + w] + v[k], step);
             memcpy(u + w, next + w, (n - 2 * w) * sizeof(uint32_t));
             /* The halo: the rows next to the edges back, new edge rows out. */
             ht_fill_unlike(grid_u + w, u + w, w * sizeof(uint32_t), 100 + step);
@@ -66,8 +58,8 @@ static void test_halo_loop(void)
             ht_expect_host(grid_u + n - 2 * w, u + n - 2 * w, w * sizeof(uint32_t),
                            "halo loop: the row before the last back");
             for (size_t k = 0; k < w; k++) {
-                u[k] = pm_mix(u[k] ^ u[k + w], 300 + step);
-                u[n - w + k] = pm_mix(u[n - w + k] ^ u[n - 2 * w + k], 400 + step);
+                u[k] = ht_mix32(u[k] ^ u[k + w], 300 + step);
+                u[n - w + k] = ht_mix32(u[n - w + k] ^ u[n - 2 * w + k], 400 + step);
             }
             memcpy(grid_u, u, w * sizeof(uint32_t));
             memcpy(grid_u + n - w, u + n - w, w * sizeof(uint32_t));
@@ -165,11 +157,11 @@ static void test_attached_inside(void)
         uint32_t sum = 0, want_sum = 0;
         for (int i = 0; i < ROWS; i++)
             for (size_t j = 0; j < w; j++)
-                want_sum += pm_mix(table[i][j], (uint32_t)round);
+                want_sum += ht_mix32(table[i][j], (uint32_t)round);
 #pragma omp target map(tofrom : sum)
         for (int i = 0; i < ROWS; i++)
             for (size_t j = 0; j < w; j++)
-                sum += pm_mix(table[i][j], (uint32_t)round);
+                sum += ht_mix32(table[i][j], (uint32_t)round);
         CHECK(sum == want_sum, "attached inside, round %d: the kernel summed %u, want %u", round,
               sum, want_sum);
     }
@@ -199,11 +191,11 @@ static void test_struct_beside(void)
     gp = g.p;
     uint32_t *want = ht_malloc(n * sizeof(uint32_t));
     for (size_t j = 0; j < n; j++)
-        want[j] = pm_mix(f.data[j], 5) ^ (uint32_t)g.p[j];
+        want[j] = ht_mix32(f.data[j], 5) ^ (uint32_t)g.p[j];
 #pragma omp target enter data map(to : f, f.data[0:n], gp[0:3 * n])
 #pragma omp target teams distribute parallel for map(alloc : f, f.data[0:n], gp[0:3 * n])
     for (size_t j = 0; j < f.n; j++)
-        f.data[j] = pm_mix(f.data[j], 5) ^ (uint32_t)gp[j];
+        f.data[j] = ht_mix32(f.data[j], 5) ^ (uint32_t)gp[j];
 #pragma omp target update from(f.data[0:n], gp[0:3 * n])
     ht_expect_host(f.data, want, n * sizeof(uint32_t), "struct beside: data");
     ht_expect_host(gp, g.host, 3 * n, "struct beside: gp");

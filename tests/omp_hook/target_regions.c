@@ -15,16 +15,7 @@
 
 #define ARRAYS 8
 
-/* The element-wise function every kernel below applies: exact in integers, so a GPU gives
- * the same bits, and different for every input and tag. */
-#pragma omp declare target
-static inline uint32_t tr_mix(uint32_t x, uint32_t tag)
-{
-    x ^= tag * 0x9e3779b9u;
-    x *= 0x85ebca6bu;
-    return x ^ (x >> 13);
-}
-#pragma omp end declare target
+/* Every kernel below writes ht_mix32 of what it read. */
 
 static uint32_t *tr_random(size_t n, uint64_t salt)
 {
@@ -55,16 +46,16 @@ static void test_to_and_from(int rounds)
         uint32_t *g = tr_random(n, 106 + 16 * round), *h = tr_random(n, 107 + 16 * round);
         uint32_t *want = ht_malloc(n * sizeof(*want)), *want2 = ht_malloc(n * sizeof(*want2));
         for (size_t j = 0; j < n; j++) {
-            want[j] = tr_mix(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
-            want2[j] = tr_mix(a[j] ^ h[j], 2);
+            want[j] = ht_mix32(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
+            want2[j] = ht_mix32(a[j] ^ h[j], 2);
         }
         uint32_t *x = tr_poisoned(want, n, 108 + 16 * round);
         uint32_t *y = tr_poisoned(want2, n, 109 + 16 * round);
 #pragma omp target map(to : a[0:n], b[0:n], c[0:n], d[0:n], e[0:n], f[0:n], g[0:n], h[0:n])   \
     map(from : x[0:n], y[0:n])
         for (size_t j = 0; j < n; j++) {
-            x[j] = tr_mix(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
-            y[j] = tr_mix(a[j] ^ h[j], 2);
+            x[j] = ht_mix32(a[j] + b[j] + c[j] + d[j] + e[j] + f[j] + g[j] + h[j], 1);
+            y[j] = ht_mix32(a[j] ^ h[j], 2);
         }
         ht_expect_host(x, want, n * sizeof(*x), "to and from: x");
         ht_expect_host(y, want2, n * sizeof(*y), "to and from: y");
@@ -90,25 +81,25 @@ static void test_tofrom(int rounds)
             v[k] = tr_random(n, 200 + 8 * round + k);
             want[k] = ht_malloc(n * sizeof(uint32_t));
             for (size_t j = 0; j < n; j++)
-                want[k][j] = tr_mix(v[k][j], 10 + k);
+                want[k][j] = ht_mix32(v[k][j], 10 + k);
         }
         uint32_t *p = v[0], *q = v[1], *s = v[2], *t = v[3];
         if (round % 2 == 0) {
 #pragma omp target map(tofrom : p[0:n], q[0:n], s[0:n], t[0:n])
             for (size_t j = 0; j < n; j++) {
-                p[j] = tr_mix(p[j], 10);
-                q[j] = tr_mix(q[j], 11);
-                s[j] = tr_mix(s[j], 12);
-                t[j] = tr_mix(t[j], 13);
+                p[j] = ht_mix32(p[j], 10);
+                q[j] = ht_mix32(q[j], 11);
+                s[j] = ht_mix32(s[j], 12);
+                t[j] = ht_mix32(t[j], 13);
             }
         } else {
             /* The same with close and ompx_hold, which must reach the runtime as they are. */
 #pragma omp target map(close, tofrom : p[0:n], q[0:n]) map(ompx_hold, tofrom : s[0:n], t[0:n])
             for (size_t j = 0; j < n; j++) {
-                p[j] = tr_mix(p[j], 10);
-                q[j] = tr_mix(q[j], 11);
-                s[j] = tr_mix(s[j], 12);
-                t[j] = tr_mix(t[j], 13);
+                p[j] = ht_mix32(p[j], 10);
+                q[j] = ht_mix32(q[j], 11);
+                s[j] = ht_mix32(s[j], 12);
+                t[j] = ht_mix32(t[j], 13);
             }
         }
         for (int k = 0; k < 4; k++) {
@@ -132,14 +123,14 @@ static void test_alloc_and_from(void)
     uint32_t *tmp_before = ht_dup(tmp, n * sizeof(*tmp));
     uint32_t *want = ht_malloc(n * sizeof(*want)), *want2 = ht_malloc(n * sizeof(*want2));
     for (size_t j = 0; j < n; j++) {
-        want[j] = tr_mix(in[j], 20) + 1;
-        want2[j] = tr_mix(in[j], 20) ^ 0x5a5a5a5au;
+        want[j] = ht_mix32(in[j], 20) + 1;
+        want2[j] = ht_mix32(in[j], 20) ^ 0x5a5a5a5au;
     }
     uint32_t *x = tr_poisoned(want, n, 302), *y = tr_poisoned(want2, n, 303);
 #pragma omp target map(to : in[0:n]) map(alloc : tmp[0:n]) map(from : x[0:n], y[0:n])
     {
         for (size_t j = 0; j < n; j++)
-            tmp[j] = tr_mix(in[j], 20);
+            tmp[j] = ht_mix32(in[j], 20);
         for (size_t j = 0; j < n; j++) {
             x[j] = tmp[j] + 1;
             y[j] = tmp[j] ^ 0x5a5a5a5au;
@@ -167,26 +158,26 @@ static void test_inside_target_data(void)
         /* Present data: the region moves nothing; c and d are written on the device only. */
 #pragma omp target map(tofrom : a[0:n], b[0:n]) map(from : c[0:n], d[0:n])
         for (size_t j = 0; j < n; j++) {
-            a[j] = tr_mix(a[j], 30);
-            b[j] = tr_mix(b[j], 31);
+            a[j] = ht_mix32(a[j], 30);
+            b[j] = ht_mix32(b[j], 31);
             c[j] = a[j] ^ 1u;
             d[j] = b[j] ^ 2u;
         }
         for (size_t j = 0; j < n; j++) {
-            dev_a[j] = tr_mix(dev_a[j], 30);
-            dev_b[j] = tr_mix(dev_b[j], 31);
+            dev_a[j] = ht_mix32(dev_a[j], 30);
+            dev_b[j] = ht_mix32(dev_b[j], 31);
         }
         ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: c stays on the device");
         ht_expect_device(a, dev_a, n * sizeof(*a), "inside target data: a on the device");
         /* always, from: the device values come back although the entries stay. */
 #pragma omp target map(always, from : c[0:n], d[0:n])
         for (size_t j = 0; j < n; j++) {
-            c[j] = tr_mix(c[j], 32);
-            d[j] = tr_mix(d[j], 33);
+            c[j] = ht_mix32(c[j], 32);
+            d[j] = ht_mix32(d[j], 33);
         }
         for (size_t j = 0; j < n; j++) {
-            host_c[j] = tr_mix(dev_a[j] ^ 1u, 32);
-            host_d[j] = tr_mix(dev_b[j] ^ 2u, 33);
+            host_c[j] = ht_mix32(dev_a[j] ^ 1u, 32);
+            host_d[j] = ht_mix32(dev_b[j] ^ 2u, 33);
         }
         ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: always from c");
         ht_expect_host(d, host_d, n * sizeof(*d), "inside target data: always from d");
@@ -223,16 +214,16 @@ static void test_implicit_and_reduction(void)
     uint32_t tag = (uint32_t)ht_below(&r, 1000), want_sum = 0;
     uint32_t want_out[2][512];
     for (int j = 0; j < 512; j++) {
-        want_out[0][j] = tr_mix(global_in[0][j] + global_in[1][j], tag);
-        want_out[1][j] = tr_mix(global_in[2][j] ^ global_in[3][j], tag);
+        want_out[0][j] = ht_mix32(global_in[0][j] + global_in[1][j], tag);
+        want_out[1][j] = ht_mix32(global_in[2][j] ^ global_in[3][j], tag);
         want_sum += want_out[0][j] ^ want_out[1][j];
     }
     uint32_t sum = 0;
     /* global_in and global_out are `declare target`-less globals: implicit tofrom maps. */
 #pragma omp target teams distribute parallel for reduction(+ : sum)
     for (int j = 0; j < 512; j++) {
-        global_out[0][j] = tr_mix(global_in[0][j] + global_in[1][j], tag);
-        global_out[1][j] = tr_mix(global_in[2][j] ^ global_in[3][j], tag);
+        global_out[0][j] = ht_mix32(global_in[0][j] + global_in[1][j], tag);
+        global_out[1][j] = ht_mix32(global_in[2][j] ^ global_in[3][j], tag);
         sum += global_out[0][j] ^ global_out[1][j];
     }
     CHECK(sum == want_sum, "implicit and reduction: sum %u, want %u", sum, want_sum);
@@ -241,11 +232,11 @@ static void test_implicit_and_reduction(void)
     uint32_t scalar = tag;
 #pragma omp target defaultmap(tofrom : scalar) map(to : global_in[0:2]) map(from : global_out[0:2])
     {
-        scalar = tr_mix(scalar, 7);
+        scalar = ht_mix32(scalar, 7);
         for (int j = 0; j < 512; j++)
             global_out[0][j] = global_in[1][j], global_out[1][j] = global_in[0][j];
     }
-    CHECK(scalar == tr_mix(tag, 7), "defaultmap: scalar %u, want %u", scalar, tr_mix(tag, 7));
+    CHECK(scalar == ht_mix32(tag, 7), "defaultmap: scalar %u, want %u", scalar, ht_mix32(tag, 7));
     ht_expect_host(global_out[0], global_in[1], sizeof(global_out[0]), "defaultmap: out 0");
     ht_expect_host(global_out[1], global_in[0], sizeof(global_out[1]), "defaultmap: out 1");
     /* Several reductions of a loop over explicitly mapped arrays. */
@@ -253,11 +244,11 @@ static void test_implicit_and_reduction(void)
     uint32_t *a = tr_random(n, 502), *b = tr_random(n, 503);
     uint32_t s1 = 0, s2 = 0, w1 = 0, w2 = 0;
     for (size_t j = 0; j < n; j++)
-        w1 += a[j] ^ b[j], w2 += tr_mix(a[j], 3);
+        w1 += a[j] ^ b[j], w2 += ht_mix32(a[j], 3);
 #pragma omp target teams distribute parallel for map(to : a[0:n], b[0:n]) reduction(+ : s1, s2)
     for (size_t j = 0; j < n; j++) {
         s1 += a[j] ^ b[j];
-        s2 += tr_mix(a[j], 3);
+        s2 += ht_mix32(a[j], 3);
     }
     CHECK(s1 == w1 && s2 == w2, "reductions: %u %u, want %u %u", s1, s2, w1, w2);
     printf("  implicit and reduction: sum %u, scalar %u, sums %u %u\n", sum, scalar, s1, s2);
@@ -277,14 +268,14 @@ static void test_device_pointers(void)
         return;
 #pragma omp target is_device_ptr(buf) map(to : in[0:n], in2[0:n])
     for (size_t j = 0; j < n; j++)
-        buf[j] = tr_mix(in[j] ^ in2[j], 40);
+        buf[j] = ht_mix32(in[j] ^ in2[j], 40);
     uint32_t *want = ht_malloc(n * sizeof(*want));
     for (size_t j = 0; j < n; j++)
-        want[j] = tr_mix(tr_mix(in[j] ^ in2[j], 40), 41);
+        want[j] = ht_mix32(ht_mix32(in[j] ^ in2[j], 40), 41);
     uint32_t *out = tr_poisoned(want, n, 602), *out2 = tr_poisoned(in, n, 603);
 #pragma omp target has_device_addr(buf[0:n]) map(from : out[0:n], out2[0:n]) map(to : in[0:n])
     for (size_t j = 0; j < n; j++) {
-        out[j] = tr_mix(buf[j], 41);
+        out[j] = ht_mix32(buf[j], 41);
         out2[j] = in[j];
     }
     ht_expect_host(out, want, n * sizeof(*out), "device pointers: out");
@@ -305,11 +296,11 @@ static void test_if(void)
     for (int on = 0; on < 2; on++) {
         uint32_t *want = ht_malloc(n * sizeof(*want));
         for (size_t j = 0; j < n; j++)
-            want[j] = tr_mix(a[j] + b[j], 50 + on);
+            want[j] = ht_mix32(a[j] + b[j], 50 + on);
         uint32_t tag = 50 + (uint32_t)on;
 #pragma omp target if (on) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
         for (size_t j = 0; j < n; j++) {
-            x[j] = tr_mix(a[j] + b[j], tag);
+            x[j] = ht_mix32(a[j] + b[j], tag);
             y[j] = x[j] ^ 3u;
         }
         ht_expect_host(x, want, n * sizeof(*x), on ? "if(1)" : "if(0)");
@@ -328,12 +319,12 @@ static void test_devices(void)
         uint32_t *a = tr_random(n, 800 + 4 * d), *b = tr_random(n, 801 + 4 * d);
         uint32_t *want = ht_malloc(n * sizeof(*want));
         for (size_t j = 0; j < n; j++)
-            want[j] = tr_mix(a[j] - b[j], 60 + d);
+            want[j] = ht_mix32(a[j] - b[j], 60 + d);
         uint32_t *x = tr_poisoned(want, n, 802 + 4 * d), *y = tr_poisoned(a, n, 803 + 4 * d);
         uint32_t tag = 60 + (uint32_t)d;
 #pragma omp target device(d) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
         for (size_t j = 0; j < n; j++) {
-            x[j] = tr_mix(a[j] - b[j], tag);
+            x[j] = ht_mix32(a[j] - b[j], tag);
             y[j] = a[j];
         }
         ht_expect_host(x, want, n * sizeof(*x), "devices: x");
@@ -351,18 +342,18 @@ static void test_nowait(void)
     uint32_t *x = tr_random(n, 902), *y = tr_random(n, 903);
     uint32_t *want = ht_malloc(n * sizeof(*want));
     for (size_t j = 0; j < n; j++)
-        want[j] = tr_mix(tr_mix(a[j] ^ b[j], 70), 71);
+        want[j] = ht_mix32(ht_mix32(a[j] ^ b[j], 70), 71);
 #pragma omp parallel num_threads(2)
 #pragma omp single
     {
 #pragma omp target nowait depend(out : x[0]) map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
         for (size_t j = 0; j < n; j++) {
-            x[j] = tr_mix(a[j] ^ b[j], 70);
+            x[j] = ht_mix32(a[j] ^ b[j], 70);
             y[j] = 0;
         }
 #pragma omp target nowait depend(inout : x[0]) map(tofrom : x[0:n], y[0:n])
         for (size_t j = 0; j < n; j++) {
-            x[j] = tr_mix(x[j], 71);
+            x[j] = ht_mix32(x[j], 71);
             y[j] = x[j] + 1;
         }
 #pragma omp taskwait
@@ -387,11 +378,11 @@ static void test_threads(void)
             uint32_t tag = 80 + (uint32_t)(t * 8 + round);
 #pragma omp target map(to : a[0:n], b[0:n]) map(from : x[0:n], y[0:n])
             for (size_t j = 0; j < n; j++) {
-                x[j] = tr_mix(a[j] + b[j], tag);
-                y[j] = tr_mix(a[j] ^ b[j], tag);
+                x[j] = ht_mix32(a[j] + b[j], tag);
+                y[j] = ht_mix32(a[j] ^ b[j], tag);
             }
             for (size_t j = 0; j < n; j++)
-                bad += x[j] != tr_mix(a[j] + b[j], tag) || y[j] != tr_mix(a[j] ^ b[j], tag);
+                bad += x[j] != ht_mix32(a[j] + b[j], tag) || y[j] != ht_mix32(a[j] ^ b[j], tag);
             free(a), free(b), free(x), free(y);
         }
     }
@@ -420,26 +411,26 @@ static void test_forwarded_shapes(void)
     uint32_t *a = tr_random(n, 1102), *b = tr_random(n, 1103);
     uint32_t *want = ht_malloc(n * sizeof(*want));
     for (size_t j = 0; j < n; j++)
-        want[j] = tr_mix(global_p[j] + a[j] + b[j], 90);
+        want[j] = ht_mix32(global_p[j] + a[j] + b[j], 90);
 #pragma omp target map(to : global_p[0:n], a[0:n], b[0:n]) map(from : global_q[0:n])
     for (size_t j = 0; j < n; j++)
-        global_q[j] = tr_mix(global_p[j] + a[j] + b[j], 90);
+        global_q[j] = ht_mix32(global_p[j] + a[j] + b[j], 90);
     ht_expect_host(global_q, want, n * sizeof(*want), "global pointers: q");
     /* A struct with pointer members, their pointees mapped. */
     pair_of_arrays s = {tr_random(n, 1104), tr_random(n, 1105), n};
     for (size_t j = 0; j < n; j++)
-        want[j] = tr_mix(s.in[j], 91);
+        want[j] = ht_mix32(s.in[j], 91);
 #pragma omp target map(to : s.in[0:n]) map(from : s.out[0:n]) map(to : a[0:n], b[0:n])
     for (size_t j = 0; j < n; j++)
-        s.out[j] = tr_mix(s.in[j], 91);
+        s.out[j] = ht_mix32(s.in[j], 91);
     ht_expect_host(s.out, want, n * sizeof(*want), "struct members: out");
     /* The same through the declared mapper. */
     ht_fill_random(s.out, n * sizeof(*s.out), 1106);
     for (size_t j = 0; j < n; j++)
-        want[j] = tr_mix(s.in[j], 92);
+        want[j] = ht_mix32(s.in[j], 92);
 #pragma omp target map(tofrom : s) map(to : a[0:n], b[0:n])
     for (size_t j = 0; j < s.n; j++)
-        s.out[j] = tr_mix(s.in[j], 92);
+        s.out[j] = ht_mix32(s.in[j], 92);
     ht_expect_host(s.out, want, n * sizeof(*want), "mapper: out");
     ht_report("forwarded shapes: mapper out", s.out, n * sizeof(*s.out));
     free(global_p), free(global_q), free(a), free(b), free(s.in), free(s.out), free(want);
