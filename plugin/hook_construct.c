@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "hook_copy.h"
+#include "hook_mapper.h"
 #include "hook_mirror.h"
 #include "hook_runtime.h"
 #include "hook_stats.h"
@@ -339,9 +340,13 @@ static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
     const ob_map_args *a = &c->args;
     int mapper = mappers_whole && a->count > 0 && any_mapper(a);
     if (a->count <= 0 || mapper || scratch_alloc(s, a->count) != 0) {
-        forward_whole(c);
+        /* A mapper's components reach the runtime through the hook's
+         * __tgt_push_mapper_component: what they touch leaves the mirror. */
         if (mapper)
-            ob_mirror_drop_device(c->device); /* mappers map what the hook cannot see */
+            ob_mapper_record_start();
+        forward_whole(c);
+        if (mapper && ob_mapper_record_finish(c->device, 1) != 0)
+            ob_mirror_drop_device(c->device);
         return -1;
     }
     if (describe_items(a, s->items) != 0) {
@@ -734,7 +739,7 @@ void ob_hook_end(const ob_construct *c)
 
 /* ---- target regions ---------------------------------------------------------------------- */
 
-void ob_hook_kernel_maps(int device, const ob_kernel_args *k)
+int ob_hook_kernel_maps(int device, const ob_kernel_args *k)
 {
     ob_map_args a = {
         .count = (int32_t)k->num_args,
@@ -745,16 +750,21 @@ void ob_hook_kernel_maps(int device, const ob_kernel_args *k)
         .names = k->arg_names,
         .mappers = k->arg_mappers,
     };
+    /* A region's maps are balanced, so the counts of mirrored entries come back to what
+     * they were; what can outlive it is an attachment inside a mirrored entry. */
     ob_mirror_kernel_lock();
-    if (any_mapper(&a)) {
+    for (int32_t i = 0; i < a.count; i++)
+        if (a.types[i] & OB_MAP_PTR_AND_OBJ)
+            drop_touched(device, &a, i);
+    ob_mirror_kernel_unlock();
+    return any_mapper(&a);
+}
+
+void ob_hook_kernel_mappers_done(int device)
+{
+    ob_mirror_kernel_lock();
+    if (ob_mapper_record_finish(device, 0) != 0)
         ob_mirror_drop_device(device);
-    } else {
-        /* A region's maps are balanced, so the counts of mirrored entries come back to what
-         * they were; what can outlive it is an attachment inside a mirrored entry. */
-        for (int32_t i = 0; i < a.count; i++)
-            if (a.types[i] & OB_MAP_PTR_AND_OBJ)
-                drop_touched(device, &a, i);
-    }
     ob_mirror_kernel_unlock();
 }
 

@@ -30,8 +30,12 @@ void ob_hook_update(const ob_construct *c);
 void ob_hook_begin(const ob_construct *c);
 void ob_hook_end(const ob_construct *c);
 
-/* What a target region's maps may have changed in the mirror (attachments, mappers). */
-void ob_hook_kernel_maps(int device, const ob_kernel_args *args);
+/* What a forwarded target region's maps may change in the mirror: drops the entries its
+ * attachments land in. Returns 1 when the region has mapper items: the caller then records
+ * their components while it forwards the region (hook_mapper.h) and calls
+ * ob_hook_kernel_mappers_done after. */
+int ob_hook_kernel_maps(int device, const ob_kernel_args *args);
+void ob_hook_kernel_mappers_done(int device);
 
 /* Whether a blocking target region is better done as data begin (its arrays as they are) +
  * the kernel (TO, FROM and ALWAYS taken off its mapped items) + data end (its arrays as they

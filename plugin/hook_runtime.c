@@ -59,6 +59,7 @@ static void look_up(void)
     FIND(is_present, "omp_target_is_present");
     FIND(get_mapped_ptr, "omp_get_mapped_ptr");
     FIND(get_num_devices, "omp_get_num_devices");
+    *(void **)&runtime.push_mapper_component = next_symbol("__tgt_push_mapper_component");
     /* The default device is libomp's ICV, not libomptarget's: look it up process-wide. */
     *(void **)&runtime.get_default_device = dlsym(RTLD_DEFAULT, "omp_get_default_device");
     if (runtime.get_default_device == NULL)

@@ -27,6 +27,10 @@ typedef struct ob_hook_runtime {
     void *(*get_mapped_ptr)(const void *ptr, int device_num);
     int (*get_num_devices)(void);
     int (*get_default_device)(void);
+    /* Optional: without it, a construct with a mapper makes the hook forget the device's
+     * whole mirror (hook_mapper.h). */
+    void (*push_mapper_component)(void *handle, void *base, void *begin, int64_t size,
+                                  int64_t type, void *name);
 } ob_hook_runtime;
 
 /* Looks the runtime up on first use (thread-safe) and returns it. Never NULL. */

@@ -26,6 +26,7 @@
 #include "error.h"
 #include "hook_construct.h"
 #include "hook_copy.h"
+#include "hook_mapper.h"
 #include "hook_mirror.h"
 #include "hook_runtime.h"
 #include "hook_stats.h"
@@ -336,12 +337,27 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
             return result;
         pthread_rwlock_rdlock(&construct_lock);
     }
-    ob_hook_kernel_maps(device, args);
+    int mappers = ob_hook_kernel_maps(device, args);
+    if (mappers)
+        ob_mapper_record_start();
     in_runtime++;
     int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
     in_runtime--;
+    if (mappers)
+        ob_hook_kernel_mappers_done(device);
     pthread_rwlock_unlock(&construct_lock);
     return result;
+}
+
+/* Called by the compiler's mapper functions while the runtime expands a mapper: recorded for
+ * the construct the hook is forwarding (hook_mapper.h), then passed on. */
+OB_HOOK_EXPORT void __tgt_push_mapper_component(void *handle, void *base, void *begin,
+                                                int64_t size, int64_t type, void *name)
+{
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    require((void *)rt->push_mapper_component, "__tgt_push_mapper_component");
+    ob_mapper_record(base, begin, size, type);
+    rt->push_mapper_component(handle, base, begin, size, type, name);
 }
 
 OB_HOOK_EXPORT void __tgt_register_lib(ob_bin_desc *desc)

@@ -375,6 +375,71 @@ static void test_mapper_default(void)
     free(dev);
 }
 
+/* Plain arrays mapped beside mapper constructs: a mapper's components are what the runtime
+ * maps for it, so an update of an array no component touches stays the hook's, and one whose
+ * array a component lies in (here a vec whose p points into it, mapped and attached through
+ * the mapper) must be the runtime's, which keeps the attachment. The device copies are checked
+ * after every step. */
+static void test_mapper_beside_arrays(void)
+{
+    uint64_t r = ht_state(80);
+    ht_buf a = ht_buf_new(ht_between(&r, 64, 4000), 81);
+    ht_buf b = ht_buf_new(ht_between(&r, 1, 4000), 82);
+    unsigned char *ap = a.p, *bp = b.p;
+    size_t an = a.n, bn = b.n;
+#pragma omp target enter data map(to : ap[0:an], bp[0:bn])
+    ht_buf_expect(&a, 0, an, "beside a mapper: a after enter");
+    /* A mapper construct on an unrelated struct. */
+    vec_case c = vec_case_new(83);
+    vec *sp = leaked_vec(&c.s);
+#pragma omp target enter data map(mapper(deep), to : sp[0:1])
+    /* Both arrays are untouched by it: updates both ways. */
+    ht_buf_scramble(&a, 0, an, 84);
+    ht_buf_poison(&a, 85);
+#pragma omp target update from(ap[0:an])
+    ht_buf_copied_from(&a, 0, an);
+    ht_buf_expect(&a, 0, an, "beside a mapper: a after update from");
+    ht_buf_host_new(&b, 0, bn, 86);
+#pragma omp target update to(bp[0:bn])
+    ht_buf_copied_to(&b, 0, bn);
+    ht_buf_expect(&b, 0, bn, "beside a mapper: b after update to");
+    /* A vec whose data lies inside a's mapping, mapped through the mapper (attached). */
+    vec inner = {.n = (int)(an / 2 / sizeof(double)), .tag = 7,
+                 .p = (double *)(void *)(ap + (an / 4) / 8 * 8), .extra = 0.5};
+    vec *ip = leaked_vec(&inner);
+    if (inner.n > 0) {
+#pragma omp target enter data map(mapper(deep), to : ip[0:1])
+        /* a's device copy holds what the host had at the enter of a (the vec's range was
+         * present, so nothing was copied there); an update of a copies the host bytes, and
+         * the kernel then reads them through the attached device pointer. */
+        ht_buf_host_new(&a, 0, an, 87);
+#pragma omp target update to(ap[0:an])
+        ht_buf_copied_to(&a, 0, an);
+        double sum = 0, want = 0;
+        for (int k = 0; k < inner.n; k++)
+            want += ip->p[k];
+#pragma omp target map(alloc : ip[0:1]) map(tofrom : sum)
+        for (int k = 0; k < ip->n; k++)
+            sum += ip->p[k];
+        CHECK(memcmp(&sum, &want, sizeof sum) == 0 || sum == want,
+              "beside a mapper: the attached vec reads %g, want %g", sum, want);
+        ht_buf_expect(&a, 0, an, "beside a mapper: a after the attached update");
+#pragma omp target exit data map(mapper(deep), release : ip[0:1])
+    }
+#pragma omp target exit data map(mapper(deep), release : sp[0:1])
+    ht_buf_scramble(&b, 0, bn, 88);
+    ht_buf_poison(&b, 89);
+#pragma omp target update from(bp[0:bn])
+    ht_buf_copied_from(&b, 0, bn);
+    ht_buf_expect(&b, 0, bn, "beside a mapper: b after the mappers' exits");
+#pragma omp target exit data map(release : ap[0:an], bp[0:bn])
+    ht_report("beside a mapper: a", a.p, an);
+    ht_report("beside a mapper: b", b.p, bn);
+    vec_case_free(&c);
+    ht_buf_free(&a);
+    ht_buf_free(&b);
+}
+
 /* ---- present -------------------------------------------------------------------------------- */
 
 /* The present modifier where the data is present: update to and from of sub-ranges, enter
@@ -543,6 +608,7 @@ int main(int argc, char **argv)
     test_mapper_named();
     test_mapper_array();
     test_mapper_default();
+    test_mapper_beside_arrays();
     test_present();
     test_globals();
     return ht_finish("maps_struct");
