@@ -1,6 +1,7 @@
 /*
  * A mapping fuzzer over the real runtime: a random sequence of OpenMP constructs -- enter data,
- * exit data, update, target regions with maps of their own, kernels on mapped data -- with
+ * exit data, update, target regions with maps of their own, `target data` blocks around more
+ * of them (nested up to two deep) -- with
  * random map types and modifiers (to, from, tofrom, alloc, release, delete, always, close and
  * ompx_hold on regions)
  * over random sections of arrays of random sizes, some plain heap arrays, some reached through
@@ -202,13 +203,77 @@ static int region_section(const array *a, size_t *lo, size_t *len, int alloc)
 }
 
 static unsigned long constructs_done;
+static void one_construct(int depth);
 
-static void one_construct(void)
+/* A `target data` block over g[lo:len] (how: 0 tofrom, 1 to, 2 from, 3 alloc) around `inner`
+ * random constructs. */
+#define DATA_OPS(name, g)                                                                       \
+    static void data_##name(unsigned char *p, size_t lo, size_t len, int how, int inner,       \
+                            int depth)                                                          \
+    {                                                                                           \
+        (void)p;                                                                                \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target data map(tofrom : g[lo:len]))                                 \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        case 1: PRAGMA(omp target data map(to : g[lo:len]))                                     \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        case 2: PRAGMA(omp target data map(from : g[lo:len]))                                   \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        default: PRAGMA(omp target data map(alloc : g[lo:len]))                                 \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        }                                                                                       \
+    }
+
+DATA_OPS(plain, p)
+DATA_OPS(global_a, global_a)
+DATA_OPS(global_b, global_b)
+
+/* The end of a `target data` block as the runtime makes it: its section's reference goes if
+ * the section still lies inside a mapping (an inner `delete` may have removed it, an inner
+ * enter made another). */
+static void data_block(int k, int depth)
+{
+    array *a = &arrays[k];
+    size_t lo, len;
+    /* A fresh mapping gets defined bytes (to, tofrom); from and alloc only where mapped. */
+    int how = a->mapped ? (int)pick(4) : (int)pick(2);
+    if (a->mapped) {
+        section_inside(a, &lo, &len);
+    } else {
+        section_any(a, &lo, &len);
+        a->mapped = 1, a->lo = lo, a->hi = lo + len, a->refs = 0;
+    }
+    a->refs++;
+    if (pick(2))
+        host_writes(k);
+    int inner = 1 + (int)pick(4);
+    printf("%lu data %d [%zu,+%zu) how %d, %d inside {\n", constructs_done, k, lo, len, how,
+           inner);
+    constructs_done++;
+    if (k < PLAIN_ARRAYS)
+        data_plain(a->p, lo, len, how, inner, depth);
+    else if (k == PLAIN_ARRAYS)
+        data_global_a(NULL, lo, len, how, inner, depth);
+    else
+        data_global_b(NULL, lo, len, how, inner, depth);
+    if (a->mapped && lo >= a->lo && lo + len <= a->hi && --a->refs == 0)
+        a->mapped = 0;
+    printf("} end of data %d: %016" PRIx64 "\n", k, hash_all());
+}
+
+static void one_construct(int depth)
 {
     int k = (int)pick(ARRAYS);
     array *a = &arrays[k];
     size_t lo = 0, len = 0;
-    switch (pick(10)) {
+    switch (pick(depth < 2 ? 11 : 10)) {
+    case 10: /* a target data block around a few constructs */
+        data_block(k, depth);
+        return;
     case 0:
     case 1: { /* enter: a new mapping, or another reference inside the mapping */
         int how = (int)pick(3), fresh = !a->mapped;
@@ -300,7 +365,7 @@ int main(int argc, char **argv)
     global_a = arrays[PLAIN_ARRAYS].p;
     global_b = arrays[PLAIN_ARRAYS + 1].p;
     while (constructs_done < constructs)
-        one_construct();
+        one_construct(0);
     /* Unmap everything: the last references, `from` where the model has the array mapped. */
     for (int k = 0; k < ARRAYS; k++) {
         array *a = &arrays[k];
