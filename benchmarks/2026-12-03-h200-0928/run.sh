@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU checks of one session: the library's GPU pack, the OpenMP pack (LLVM 16) with the hook
-# tests and hook_bench, and the mapping fuzzer at length (plain and hooked nvptx builds).
+# tests and hook_bench, and the mapping fuzzer at length (plain and hooked nvptx builds;
+# FUZZ_SEEDS seeds of 5000 constructs, default 40).
 set -uo pipefail
 cd "$(dirname "$0")"
 here=$PWD
@@ -19,5 +20,5 @@ cp "$w/omp_logs/hook_bench.log" "$OUT/hook_bench.log" 2>/dev/null
 grep -E "^[a-z]-?[a-z]* " "$OUT/hook_bench.log" | head -30
 cd "$w/omp"
 export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-}
-OMPBATCH_COMPARE_GPU=1 bash "$here/fuzz_many.sh" bin/map_fuzz_nvptx_plain bin/map_fuzz_nvptx_hooked 40 5000 > "$OUT/fuzz.txt" 2>&1; echo "fuzz exit $?"
+OMPBATCH_COMPARE_GPU=1 bash "$here/fuzz_many.sh" bin/map_fuzz_nvptx_plain bin/map_fuzz_nvptx_hooked "${FUZZ_SEEDS:-40}" 5000 > "$OUT/fuzz.txt" 2>&1; echo "fuzz exit $?"
 tail -3 "$OUT/fuzz.txt"

@@ -232,6 +232,22 @@ DATA_OPS(plain, p)
 DATA_OPS(global_a, global_a)
 DATA_OPS(global_b, global_b)
 
+/* A section an enter or a block maps: inside the mapping (one reference more), or a new
+ * mapping of a random section; the host bytes may change first (so a `to` copy shows). */
+static void take_reference(int k, size_t *lo, size_t *len)
+{
+    array *a = &arrays[k];
+    if (a->mapped) {
+        section_inside(a, lo, len);
+    } else {
+        section_any(a, lo, len);
+        a->mapped = 1, a->lo = *lo, a->hi = *lo + *len, a->refs = 0;
+    }
+    a->refs++;
+    if (pick(2))
+        host_writes(k);
+}
+
 /* The end of a `target data` block as the runtime makes it: its section's reference goes if
  * the section still lies inside a mapping (an inner `delete` may have removed it, an inner
  * enter made another). */
@@ -241,15 +257,7 @@ static void data_block(int k, int depth)
     size_t lo, len;
     /* A fresh mapping gets defined bytes (to, tofrom); from and alloc only where mapped. */
     int how = a->mapped ? (int)pick(4) : (int)pick(2);
-    if (a->mapped) {
-        section_inside(a, &lo, &len);
-    } else {
-        section_any(a, &lo, &len);
-        a->mapped = 1, a->lo = lo, a->hi = lo + len, a->refs = 0;
-    }
-    a->refs++;
-    if (pick(2))
-        host_writes(k);
+    take_reference(k, &lo, &len);
     int inner = 1 + (int)pick(4);
     printf("%lu data %d [%zu,+%zu) how %d, %d inside {\n", constructs_done, k, lo, len, how,
            inner);
@@ -277,15 +285,7 @@ static void one_construct(int depth)
     case 0:
     case 1: { /* enter: a new mapping, or another reference inside the mapping */
         int how = (int)pick(3), fresh = !a->mapped;
-        if (a->mapped) {
-            section_inside(a, &lo, &len);
-        } else {
-            section_any(a, &lo, &len);
-            a->mapped = 1, a->lo = lo, a->hi = lo + len, a->refs = 0;
-        }
-        a->refs++;
-        if (pick(2))
-            host_writes(k);
+        take_reference(k, &lo, &len);
         enter(k, lo, len, how);
         /* A fresh `alloc` mapping holds unspecified bytes, which a later `from` or kernel would
          * print: define them at once. */
