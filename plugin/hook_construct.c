@@ -1,8 +1,9 @@
-/* The hook's decisions for target update, the begin of target data / enter data, and the end
- * of target data / exit data, following libomptarget 16's rules item by item (see
- * ../shared/reference/libomptarget-abi.md §2-5 and §8). The hook copies only what it can
- * account for exactly: plain contiguous items lying in mappings it saw created, with no
- * attached pointers, no structs, no mappers. Everything else goes to the runtime unchanged.
+/* The hook's decisions for target update, the begin of target data / enter data, the end of
+ * target data / exit data, and target regions split into both, following libomptarget 16's
+ * rules item by item (docs/hook.md says which). The hook copies only what it can account for
+ * exactly: contiguous items (or the objects of pointer-based ones) lying in mappings it saw
+ * created, with no attached pointers, no structs, no mappers. Everything else goes to the
+ * runtime unchanged.
  *
  * Callers hold the construct lock exclusively (omp_hook.c), so nothing else changes the
  * mirror or libomptarget's table between a decision and the forwarded call. */
@@ -595,9 +596,9 @@ void ob_hook_begin(const ob_construct *c)
 
 /* ---- end: target exit data, end of target data ----------------------------------------- */
 
-/* libomptarget 16's end for one item of a mirrored entry (reference §3): whether it is the
- * last reference (the runtime then copies `from` and deletes the entry), and the counts
- * after it. Returns -1 for a state the hook does not model. */
+/* libomptarget 16's end for one item of a mirrored entry, by its reference counting: whether
+ * it is the last reference (the runtime then copies `from` and deletes the entry), and the
+ * counts after it. Returns -1 for a state the hook does not model. */
 static int model_end(ob_mirror_entry *entry, int64_t type)
 {
     int hold = (type & OB_MAP_OMPX_HOLD) != 0;

@@ -1,5 +1,5 @@
 /* The compiler-facing ABI of LLVM's OpenMP offload runtime (libomptarget), as LLVM 16 and 19
- * define it (see ../shared/reference/libomptarget-abi.md §1-2). Only the hook uses it. */
+ * define it (docs/hook.md describes what the hook relies on). Only the hook uses it. */
 #ifndef OMPBATCH_PLUGIN_OMP_ABI_H
 #define OMPBATCH_PLUGIN_OMP_ABI_H
 
