@@ -46,7 +46,7 @@ struct Buffers {
 };
 
 // A batch run to completion; its status, with the message in *why on failure. The batch is
-// destroyed either way.
+// destroyed either way (its destroy status is not the caller's).
 int Finish(ompbatch_batch *batch, int status, std::string *why)
 {
     if (status == OMPBATCH_OK)
@@ -125,16 +125,8 @@ int Workload(Buffers &b, uint64_t seed, std::string *why)
                                                           : b.back_pageable.ptr) + at,
                                             H, b.device.ptr + at, 0, n, 0);
         }
-        if (status == OMPBATCH_OK)
-            status = ompbatch_batch_submit(batch);
-        if (status == OMPBATCH_OK)
-            status = ompbatch_batch_wait(batch);
-        if (status != OMPBATCH_OK && why != nullptr)
-            *why = ompbatch_last_error();
-        // Destroy even after a failure; its own status is not the workload's.
-        if (batch != nullptr)
-            ompbatch_batch_destroy(batch);
-        if (status != OMPBATCH_OK)
+        // Finish destroys the batch even after a failure; its own status is not the workload's.
+        if ((status = Finish(batch, status, why)) != OMPBATCH_OK)
             return status;
         for (size_t i = 0; i < 12; i++) {
             size_t at = base + i * 1024, n = 100 + i * 37;
