@@ -15,7 +15,9 @@
  *   j  `update to` / `update from`, 512 constructs x 2 items x 4 KiB (j-to, j-from)
  *   r  target regions whose own maps move the data: r-naive 128 x (8 `to` + 2 `from`) x 4 KiB,
  *      r-tofrom 64 x `tofrom` 4 x 64 KiB, r-present the same on data mapped around them,
- *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array
+ *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array;
+ *      r-floor-naive and r-floor-reduce, the r-naive and r-reduce regions on data all present,
+ *      time what the runtime takes for those regions when nothing moves
  *   p  p-halo: halo rows of a grid reached through a global pointer (PTR_AND_OBJ sections),
  *      512 steps x (2 `update from` + 2 `update to`) x 3200 B
  *
@@ -378,6 +380,21 @@ static void region_reduction(char *const *p, const size_t *n, size_t j0, unsigne
     (void)j0, (void)seed, (void)mask;
 }
 
+/* The same reduction into a sum mapped around the regions (rep_region maps it): the region
+ * moves nothing, so its time is the runtime's own cost of the region, the floor under
+ * r-reduce. */
+static long present_sum;
+
+static void region_reduction_present(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                                     unsigned char mask)
+{
+    LOCAL(0)
+#pragma omp target teams distribute parallel for map(to: a0[0:n0]) reduction(+ : present_sum)
+    for (size_t i = 0; i < n0; i++)
+        present_sum += (unsigned char)a0[i];
+    (void)j0, (void)seed, (void)mask;
+}
+
 /* ---- halo rows of a global pointer ----------------------------------------------------------- */
 
 /* Shape p-halo: a grid reached through a global pointer, so clang maps its sections
@@ -487,6 +504,12 @@ static const shape SHAPES[] = {
      region_1tofrom, 1, 0, 0},
     {"r-reduce", "regions, 1024 x reduction over present 4 KiB", KIND_REGION, &OPS16, 1024, 1,
      size_4k, region_reduction, 1, 1, 1},
+    /* Floors: the regions above on data that is all present, so they move nothing; what the
+     * runtime takes for them is what no batching of their copies can remove. */
+    {"r-floor-naive", "floor of r-naive: the same regions on present data", KIND_REGION, &OPS16,
+     1280, 1, size_4k, region_8to_2from, 10, 1, 8},
+    {"r-floor-reduce", "floor of r-reduce: the sum present too", KIND_REGION, &OPS16, 1024, 1,
+     size_4k, region_reduction_present, 1, 1, 1},
     {"p-halo", "global pointer halo, 512 x (2 from + 2 to) x 3200 B", KIND_HALO, &OPS1, 1,
      HALO_STEPS, size_halo, NULL, 0, 0, 0},
 };
@@ -694,12 +717,21 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
             for (size_t i = 0; i < a->n[j + k]; i++)
                 a->p[j + k][i] = (char)~pattern(seed, j + k, i);
     reduction_sum = 0;
+    present_sum = 0;
+    int sum_around = sh->region == region_reduction_present;
+    if (sum_around) {
+#pragma omp target enter data map(to: present_sum)
+    }
     timer_start(t);
     for (size_t j = 0; j < a->count; j += sh->group)
         sh->region(&a->p[j], &a->n[j], j, seed, 0xFF);
     timer_stop(t);
+    if (sum_around) {
+#pragma omp target exit data map(from: present_sum)
+        reduction_sum = present_sum;
+    }
     long bad = 0;
-    if (sh->region == region_reduction) {
+    if (sh->region == region_reduction || sum_around) {
         long want = 0;
         for (size_t j = 0; j < a->count; j++)
             for (size_t i = 0; i < a->n[j]; i++)
@@ -712,8 +744,13 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
         /* The device copies are still the complement: nothing was copied over them. */
         bad += dev_check(a, &OPS16, seed) == (long)a->bytes ? 0 : 1;
     } else if (sh->present) {
-        /* The device copies went from the complement to the pattern; the host kept its own. */
-        bad += dev_check(a, &OPS16, seed);
+        /* The arrays a region writes went from the complement to the pattern on the device;
+         * those it only reads are still the complement; the host kept its own. */
+        long read_only = 0;
+        for (size_t j = 0; j < a->count; j += sh->group)
+            for (size_t k = 0; k < sh->from_at; k++)
+                read_only += (long)a->n[j + k];
+        bad += labs(dev_check(a, &OPS16, seed) - read_only);
     } else {
         bad += host_check(a, seed, sh->key);
     }
