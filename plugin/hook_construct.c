@@ -2,13 +2,14 @@
  * target data / exit data, and target regions split into both, following libomptarget 16's
  * rules item by item (docs/hook.md says which). The hook copies only what it can account for
  * exactly: contiguous items (or the objects of pointer-based ones) lying in mappings it saw
- * created, with no attached pointers, no structs, no mappers. Everything else goes to the
- * runtime unchanged.
+ * created or learnt, with no attached pointers, no struct begins or ends, no mappers.
+ * Everything else goes to the runtime unchanged.
  *
  * Callers hold the construct lock exclusively (omp_hook.c), so nothing else changes the
  * mirror or libomptarget's table between a decision and the forwarded call. */
 #include "hook_construct.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,8 @@ typedef struct item {
     int is_parent;      /* a later item is MEMBER_OF this one */
     int overlaps;       /* its range overlaps another item's */
     int is_new;         /* begin: the runtime creates its entry in this construct */
+    int follow;         /* begin: a struct item whose entry the mirror follows (follow_kind) */
+    int foreign;        /* overlaps an item other than its own plain members */
     int was_mirrored;   /* end: a mirrored entry holds it */
     uintptr_t device;   /* device address of begin, for the hook's copy */
     size_t staging;     /* end: offset of its bytes in the staging buffer */
@@ -127,37 +130,55 @@ static int compare_by_begin(const void *x, const void *y)
     return (a->begin > b->begin) - (a->begin < b->begin);
 }
 
-/* Marks items whose ranges overlap another item's: their relative order would matter, and
- * the hook reorders (its copies run before or after the runtime's). */
+/* A struct member that is not a pointer's object and lies inside its parent's range: at a
+ * begin or an end it changes no reference count (the parent's entry holds it). */
+static int is_plain_member_inside(const item *items, int32_t count, int32_t i)
+{
+    const item *it = &items[i];
+    unsigned parent = member_of(it->type);
+    if (parent == 0 || parent > (unsigned)count || (it->type & OB_MAP_PTR_AND_OBJ))
+        return 0;
+    const item *p = &items[parent - 1];
+    return it->end > it->begin && p->begin <= it->begin && it->end <= p->end;
+}
+
+/* Sets `overlaps` on items whose ranges overlap another item's: their relative order would
+ * matter, and the hook reorders (its copies run before or after the runtime's). Sets
+ * `foreign` the same way, leaving plain members out of the sweep: a struct parent overlapping
+ * only its own members is alone in its range. */
 static int mark_overlaps(item *items, int32_t count)
 {
     item **sorted = ob_malloc((size_t)count * sizeof(*sorted));
     if (sorted == NULL)
         return -1;
-    size_t n = 0;
-    for (int32_t i = 0; i < count; i++)
-        if (items[i].end > items[i].begin)
-            sorted[n++] = &items[i];
-    qsort(sorted, n, sizeof(*sorted), compare_by_begin);
-    item *reach = NULL; /* the item reaching furthest so far */
-    for (size_t k = 0; k < n; k++) {
-        if (reach != NULL && sorted[k]->begin < reach->end) {
-            sorted[k]->overlaps = 1;
-            reach->overlaps = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = 0;
+        for (int32_t i = 0; i < count; i++)
+            if (items[i].end > items[i].begin &&
+                (pass == 0 || !is_plain_member_inside(items, count, i)))
+                sorted[n++] = &items[i];
+        qsort(sorted, n, sizeof(*sorted), compare_by_begin);
+        item *reach = NULL; /* the item reaching furthest so far */
+        for (size_t k = 0; k < n; k++) {
+            if (reach != NULL && sorted[k]->begin < reach->end) {
+                *(pass == 0 ? &sorted[k]->overlaps : &sorted[k]->foreign) = 1;
+                *(pass == 0 ? &reach->overlaps : &reach->foreign) = 1;
+            }
+            if (reach == NULL || sorted[k]->end > reach->end)
+                reach = sorted[k];
         }
-        if (reach == NULL || sorted[k]->end > reach->end)
-            reach = sorted[k];
     }
     free(sorted);
     return 0;
 }
 
-/* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares.
+/* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares
+ * (an update's items are ranges only: libomptarget reads no MEMBER_OF there).
  * A pointer-based item (PTR_AND_OBJ: a global or struct-member pointer's section) that is not
  * a struct member is judged by its object, begins[i] + sizes[i], like any other item: only the
  * attachment of the pointer at bases[i] is the runtime's, and the constructs keep the mirror
  * clear of entries an attachment lands in (drop_attached). */
-static int describe_items(const ob_map_args *a, item *items)
+static int describe_items(const ob_map_args *a, item *items, int update)
 {
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
@@ -177,8 +198,8 @@ static int describe_items(const ob_map_args *a, item *items)
             it->why = OB_REASON_MAPPER;
         else if (t & OB_MAP_NON_CONTIG)
             it->why = OB_REASON_NON_CONTIG;
-        else if (member_of(t) != 0 || it->is_parent)
-            it->why = OB_REASON_STRUCT;
+        else if (!update && (member_of(t) != 0 || it->is_parent))
+            it->why = OB_REASON_STRUCT; /* an update reads no MEMBER_OF: items are ranges */
         else if (t & OB_MAP_RETURN_PARAM)
             it->why = OB_REASON_RETURN_PARAM;
         else if (a->sizes[i] <= 0)
@@ -260,6 +281,15 @@ static void log_construct(const ob_construct *c, const item *items, int32_t coun
     ob_log_write("hook: %s%s on device %d: %d items, %zu batched, %zu forwarded%s%s%s", c->what,
                  where, c->device, (int)count, batched, (size_t)count - batched,
                  used ? " (" : "", why, used ? ")" : "");
+    if (ob_log_level() < 3)
+        return;
+    /* What the program passed, item by item: enough to see why a map was left alone. */
+    const ob_map_args *a = &c->args;
+    for (int32_t i = 0; i < count; i++)
+        ob_log_write("hook:   item %d: base %p begin %p size %" PRId64 " type 0x%" PRIx64
+                     "%s: %s", (int)i, a->bases[i], a->begins[i], a->sizes[i],
+                     (uint64_t)a->types[i], has_mapper(a, i) ? " mapper" : "",
+                     ob_hook_reason_text[items[i].why]);
 }
 
 static ob_hook_kind kind_of(const ob_construct *c)
@@ -350,7 +380,7 @@ static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
             ob_mirror_drop_device(c->device);
         return -1;
     }
-    if (describe_items(a, s->items) != 0) {
+    if (describe_items(a, s->items, kind_of(c) == OB_KIND_UPDATE) != 0) {
         scratch_free(s);
         forward_whole(c);
         return -1;
@@ -457,6 +487,65 @@ static int begin_should_copy_back(const item *it)
     return it->why == OB_REASON_FAILED || it->why == OB_REASON_DEVICE;
 }
 
+/* How the mirror follows a struct item through a begin it forwards, by libomptarget 16's
+ * rules: a combined parent and a member pointer's object count like any item (the parent's
+ * entry may start up to 7 bytes lower, padded to 8; the mirror keeps [begin, end) of it, which
+ * only means it knows less); a plain member inside its parent changes no count. */
+enum follow_kind { FOLLOW_NOT = 0, FOLLOW_NEW, FOLLOW_COUNTED, FOLLOW_MEMBER };
+
+static void plan_struct_items(const ob_construct *c, item *items)
+{
+    const ob_map_args *a = &c->args;
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    for (int32_t i = 0; i < a->count; i++) {
+        item *it = &items[i];
+        if (it->why != OB_REASON_STRUCT)
+            continue;
+        int pointer = (it->type & OB_MAP_PTR_AND_OBJ) != 0;
+        unsigned parent = member_of(it->type);
+        int counts = (parent == 0 && it->is_parent && !pointer) || (parent != 0 && pointer);
+        if (!counts) {
+            if (is_plain_member_inside(items, a->count, i))
+                it->follow = FOLLOW_MEMBER;
+            continue;
+        }
+        if (a->sizes[i] <= 0 || it->foreign || ob_globals_overlap(it->begin, it->end))
+            continue;
+        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, NULL);
+        if (found == OB_MIRROR_INSIDE)
+            it->follow = FOLLOW_COUNTED;
+        else if (found == OB_MIRROR_ABSENT && !rt->is_present((void *)it->begin, c->device) &&
+                 !rt->is_present((void *)(it->end - 1), c->device))
+            it->follow = FOLLOW_NEW;
+    }
+}
+
+/* After the runtime: the entries of followed struct items, new or counted once more. */
+static void learn_struct_items(const ob_construct *c, const item *items)
+{
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    for (int32_t i = 0; i < c->args.count; i++) {
+        const item *it = &items[i];
+        int hold = (it->type & OB_MAP_OMPX_HOLD) != 0;
+        if (it->follow == FOLLOW_COUNTED) {
+            ob_mirror_entry *entry = NULL;
+            if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE) {
+                if (hold)
+                    entry->hold++;
+                else
+                    entry->dyn++;
+            }
+        } else if (it->follow == FOLLOW_NEW) {
+            void *device = rt->get_mapped_ptr((void *)it->begin, c->device);
+            if (device == NULL)
+                continue;
+            ob_mirror_entry entry = {.begin = it->begin, .end = it->end,
+                                     .device = (uintptr_t)device, .dyn = !hold, .hold = hold};
+            ob_mirror_insert(c->device, &entry);
+        }
+    }
+}
+
 /* Before the runtime runs: which items create their entry now, and which of those the hook
  * copies (`to` taken off what the runtime sees). */
 static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
@@ -497,6 +586,7 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
         types[i] = it->type & ~(int64_t)OB_MAP_TO;
         candidates++;
     }
+    plan_struct_items(c, items);
     /* An attachment this construct makes writes a device pointer into its pointer's entry;
      * the hook's copy of that entry could land after the write and undo it. */
     for (int32_t i = 0; i < a->count && candidates > 0; i++) {
@@ -574,10 +664,14 @@ void ob_hook_begin(const ob_construct *c)
                 items[i].why = OB_REASON_FAILED;
     }
     give_back_to_copies(c, &s, items, a->count, begin_should_copy_back);
+    /* Learnt before anything is dropped, so that a drop covering them still applies. */
+    learn_struct_items(c, items);
     drop_attached(c->device, a, items);
     /* Entries changed in ways the mirror does not follow. */
     for (int32_t i = 0; i < a->count; i++) {
         ob_hook_reason why = items[i].why;
+        if (items[i].follow != FOLLOW_NOT)
+            continue;
         if (why == OB_REASON_ATTACH || why == OB_REASON_STRUCT || why == OB_REASON_ZERO_SIZE ||
             why == OB_REASON_RETURN_PARAM || why == OB_REASON_PARTIAL ||
             why == OB_REASON_OVERLAP)
@@ -754,9 +848,12 @@ int ob_hook_kernel_maps(int device, const ob_kernel_args *k)
     /* A region's maps are balanced, so the counts of mirrored entries come back to what
      * they were; what can outlive it is an attachment inside a mirrored entry. */
     ob_mirror_kernel_lock();
-    for (int32_t i = 0; i < a.count; i++)
-        if (a.types[i] & OB_MAP_PTR_AND_OBJ)
-            drop_touched(device, &a, i);
+    for (int32_t i = 0; i < a.count; i++) {
+        if (!(a.types[i] & OB_MAP_PTR_AND_OBJ))
+            continue;
+        uintptr_t p = (uintptr_t)a.bases[i];
+        ob_mirror_drop_range(device, p, p + sizeof(void *));
+    }
     ob_mirror_kernel_unlock();
     return any_mapper(&a);
 }

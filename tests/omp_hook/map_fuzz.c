@@ -5,7 +5,8 @@
  * random map types and modifiers (to, from, tofrom, alloc, release, delete, always, close and
  * ompx_hold on regions)
  * over random sections of arrays of random sizes, some plain heap arrays, some reached through
- * global pointers (PTR_AND_OBJ maps). The program keeps a model of which sections are mapped
+ * global pointers (PTR_AND_OBJ maps), some through pointer members of global structs (a
+ * combined struct entry, the member and its PTR_AND_OBJ object in every construct). The program keeps a model of which sections are mapped
  * with which counts only to stay clear of constructs the runtime rejects (an explicit section
  * that extends a mapping aborts the program); what happens to the bytes is the runtime's, and
  * compare.sh checks that the hooked runs print exactly what the plain run prints: after every
@@ -19,11 +20,22 @@
 
 #define PLAIN_ARRAYS 6
 #define GLOBAL_ARRAYS 2
-#define ARRAYS (PLAIN_ARRAYS + GLOBAL_ARRAYS)
+#define HELD_ARRAYS 2
+#define ARRAYS (PLAIN_ARRAYS + GLOBAL_ARRAYS + HELD_ARRAYS)
 #define MAX_BYTES 6000
 
 /* The arrays reached through global pointers: clang maps their sections PTR_AND_OBJ. */
 static unsigned char *global_a, *global_b;
+
+/* The arrays reached through pointer members of global structs: clang maps hold_a.q[lo:len]
+ * as the combined entry of the struct's mapped part, the member q, and q's object
+ * (PTR_AND_OBJ, MEMBER_OF). */
+typedef struct holder {
+    int tag;
+    unsigned char *q;
+    double after;
+} holder;
+static holder hold_a, hold_b;
 
 typedef struct array {
     unsigned char *p;
@@ -110,33 +122,33 @@ static void host_writes(int k)
 ARRAY_OPS(plain, p)
 ARRAY_OPS(global_a, global_a)
 ARRAY_OPS(global_b, global_b)
+ARRAY_OPS(held_a, hold_a.q)
+ARRAY_OPS(held_b, hold_b.q)
 
 typedef void (*array_op)(unsigned char *p, size_t lo, size_t len, int how);
+typedef void (*data_op)(unsigned char *p, size_t lo, size_t len, int how, int inner, int depth);
 
-static void on_array(int k, array_op plain, array_op ga, array_op gb, size_t lo, size_t len,
-                     int how)
-{
-    if (k < PLAIN_ARRAYS)
-        plain(arrays[k].p, lo, len, how);
-    else if (k == PLAIN_ARRAYS)
-        ga(NULL, lo, len, how);
-    else
-        gb(NULL, lo, len, how);
-}
+/* How array k is spelled in a construct: its functions (plain arrays pass their pointer). */
+typedef struct spelling {
+    array_op enter, exit, update;
+    data_op data;
+} spelling;
+
+static const spelling *spelled(int k);
 
 static void enter(int k, size_t lo, size_t len, int how)
 {
-    on_array(k, enter_plain, enter_global_a, enter_global_b, lo, len, how);
+    spelled(k)->enter(arrays[k].p, lo, len, how);
 }
 
 static void exit_data(int k, size_t lo, size_t len, int how)
 {
-    on_array(k, exit_plain, exit_global_a, exit_global_b, lo, len, how);
+    spelled(k)->exit(arrays[k].p, lo, len, how);
 }
 
 static void update(int k, size_t lo, size_t len, int to)
 {
-    on_array(k, update_plain, update_global_a, update_global_b, lo, len, to);
+    spelled(k)->update(arrays[k].p, lo, len, to);
 }
 
 /* ---- target regions over two plain arrays ---------------------------------------------------- */
@@ -184,6 +196,7 @@ static void update(int k, size_t lo, size_t len, int to)
 
 REGION_OPS(plain, x, y)
 REGION_OPS(globals, global_a, global_b)
+REGION_OPS(held, hold_a.q, hold_b.q)
 
 /* ---- the model --------------------------------------------------------------------------------- */
 
@@ -231,6 +244,20 @@ static void one_construct(int depth);
 DATA_OPS(plain, p)
 DATA_OPS(global_a, global_a)
 DATA_OPS(global_b, global_b)
+DATA_OPS(held_a, hold_a.q)
+DATA_OPS(held_b, hold_b.q)
+
+static const spelling *spelled(int k)
+{
+    static const spelling plain = {enter_plain, exit_plain, update_plain, data_plain};
+    static const spelling others[GLOBAL_ARRAYS + HELD_ARRAYS] = {
+        {enter_global_a, exit_global_a, update_global_a, data_global_a},
+        {enter_global_b, exit_global_b, update_global_b, data_global_b},
+        {enter_held_a, exit_held_a, update_held_a, data_held_a},
+        {enter_held_b, exit_held_b, update_held_b, data_held_b},
+    };
+    return k < PLAIN_ARRAYS ? &plain : &others[k - PLAIN_ARRAYS];
+}
 
 /* A section an enter or a block maps: inside the mapping (one reference more), or a new
  * mapping of a random section; the host bytes may change first (so a `to` copy shows). */
@@ -262,12 +289,7 @@ static void data_block(int k, int depth)
     printf("%lu data %d [%zu,+%zu) how %d, %d inside {\n", constructs_done, k, lo, len, how,
            inner);
     constructs_done++;
-    if (k < PLAIN_ARRAYS)
-        data_plain(a->p, lo, len, how, inner, depth);
-    else if (k == PLAIN_ARRAYS)
-        data_global_a(NULL, lo, len, how, inner, depth);
-    else
-        data_global_b(NULL, lo, len, how, inner, depth);
+    spelled(k)->data(a->p, lo, len, how, inner, depth);
     if (a->mapped && lo >= a->lo && lo + len <= a->hi && --a->refs == 0)
         a->mapped = 0;
     printf("} end of data %d: %016" PRIx64 "\n", k, hash_all());
@@ -324,12 +346,15 @@ static void one_construct(int depth)
                to ? "to" : "from", k, lo, len, hash_all());
         break;
     }
-    default: { /* a target region over two different plain arrays, or the two globals */
-        int globals = pick(3) == 0;
+    default: { /* a target region over two different plain arrays, the two globals, or the
+              * two struct members */
+        int spelling = (int)pick(4); /* 0, 1 plain; 2 globals; 3 struct members */
         int kx = (int)pick(PLAIN_ARRAYS), ky = (int)((kx + 1 + pick(PLAIN_ARRAYS - 1)) %
                                                      PLAIN_ARRAYS);
-        if (globals)
+        if (spelling == 2)
             kx = PLAIN_ARRAYS, ky = PLAIN_ARRAYS + 1;
+        if (spelling == 3)
+            kx = PLAIN_ARRAYS + GLOBAL_ARRAYS, ky = kx + 1;
         int how = (int)pick(6);
         size_t xl, xn, yl, yn;
         /* Kernels read every section they map: unspecified device bytes (a fresh `alloc` or
@@ -342,8 +367,11 @@ static void one_construct(int depth)
         if (pick(2))
             host_writes(kx);
         unsigned char key = (unsigned char)(1 + pick(255));
-        uint64_t sum = (globals ? region_globals : region_plain)(how, arrays[kx].p, xl, xn,
-                                                                arrays[ky].p, yl, yn, key);
+        uint64_t (*region)(int, unsigned char *, size_t, size_t, unsigned char *, size_t,
+                           size_t, unsigned char) = spelling == 2   ? region_globals
+                                                    : spelling == 3 ? region_held
+                                                                    : region_plain;
+        uint64_t sum = region(how, arrays[kx].p, xl, xn, arrays[ky].p, yl, yn, key);
         printf("%lu region %d: %d [%zu,+%zu) %d [%zu,+%zu) sum %" PRIu64 ": %016" PRIx64 "\n",
                constructs_done, how, kx, xl, xn, ky, yl, yn, sum, hash_all());
         break;
@@ -364,6 +392,8 @@ int main(int argc, char **argv)
     }
     global_a = arrays[PLAIN_ARRAYS].p;
     global_b = arrays[PLAIN_ARRAYS + 1].p;
+    hold_a = (holder){1, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS].p, 0.5};
+    hold_b = (holder){2, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS + 1].p, 1.5};
     while (constructs_done < constructs)
         one_construct(0);
     /* Unmap everything: the last references, `from` where the model has the array mapped. */

@@ -4,6 +4,8 @@
  *   - structs with pointer members attached on the device (struct then s.p[0:n]; both in one
  *     clause; a pointer to a struct), updates of the struct and of a member, whose pointer
  *     field must stay the device address on the device and the host address on the host;
+ *   - struct entries created by those forwarded begins, whose data and members later updates
+ *     and exits reach (the hook follows their reference counts);
  *   - `declare mapper` (named, default, on an array of structs);
  *   - the `present` modifier on update to/from, enter and exit, where the data is present;
  *   - `declare target` globals updated with target update, and entered and exited (their
@@ -222,6 +224,90 @@ static void test_attach_combined(void)
     free(ps);
     vec_case_free(&c);
     vec_case_free(&h);
+}
+
+/* ---- struct entries the hook learns from the begins it forwards ----------------------------- */
+
+typedef struct grid {
+    int n;
+    double *u;      /* u[0:n], attached on the device */
+    double halo[6]; /* in the struct's entry, which holds an attached pointer */
+} grid;
+
+typedef struct params {
+    int iters;
+    double coef[12];
+    char label[10];
+} params;
+
+/* A struct with its data in one clause, then a loop of regions through the struct and
+ * updates of the data (the hook learnt the data's entry from the forwarded begin, so it may
+ * copy the updates itself); a struct without pointers entered twice member by member, updated
+ * and exited member by member, whose reference count the hook must follow exactly: the first
+ * exit copies nothing back, the second everything. */
+static void test_struct_learnt(void)
+{
+    uint64_t r = ht_state(70);
+    grid g;
+    g.n = (int)ht_between(&r, 16, 3000);
+    size_t ub = (size_t)g.n * sizeof(double);
+    g.u = ht_malloc(ub);
+    ht_fill_random(g.u, ub, 71);
+    ht_fill_random(g.halo, sizeof g.halo, 72);
+    double *host_u = g.u;
+    unsigned char *dev_u = ht_dup(g.u, ub);
+
+#pragma omp target enter data map(to : g, g.u[0:g.n])
+    for (int step = 0; step < 4; step++) {
+        ht_device_scramble(g.u, ub, 73 + (uint64_t)step);
+        ht_host_scramble(dev_u, ub, 73 + (uint64_t)step);
+        ht_fill_unlike(g.u, dev_u, ub, 80 + (uint64_t)step);
+#pragma omp target update from(g.u[0:g.n])
+        CHECK(g.u == host_u, "learnt: the host pointer changed");
+        ht_expect_host(g.u, dev_u, ub, "learnt: u after update from");
+        ht_fill_unlike(g.u, dev_u, ub, 90 + (uint64_t)step);
+        memcpy(dev_u, g.u, ub);
+#pragma omp target update to(g.u[0:g.n])
+        ht_expect_device(g.u, dev_u, ub, "learnt: u after update to");
+    }
+    double halo[6];
+    memcpy(halo, g.halo, sizeof halo);
+    ht_fill_unlike(g.halo, halo, sizeof g.halo, 95);
+#pragma omp target update from(g.halo)
+    ht_expect_host(g.halo, halo, sizeof halo, "learnt: halo after update from");
+#pragma omp target exit data map(release : g, g.u[0:g.n])
+    CHECK(ht_is_unmapped(&g, sizeof g) && ht_is_unmapped(host_u, ub),
+          "learnt: grid still mapped");
+    ht_report("learnt: u", host_u, ub);
+
+    params pr;
+    pr.iters = (int)ht_between(&r, 1, 1000);
+    ht_fill_random(pr.coef, sizeof pr.coef, 96);
+    memcpy(pr.label, "learnt-st", sizeof pr.label);
+    double coef[12];
+    memcpy(coef, pr.coef, sizeof coef);
+#pragma omp target enter data map(to : pr.iters, pr.coef)
+#pragma omp target enter data map(to : pr.iters, pr.coef)
+    pr.iters += 7;
+    int iters = pr.iters;
+#pragma omp target update to(pr.iters)
+    ht_expect_device(&pr.iters, &iters, sizeof iters, "learnt: iters after update to");
+    ht_device_scramble(pr.coef, sizeof pr.coef, 97);
+    unsigned char dev_coef[sizeof coef];
+    memcpy(dev_coef, coef, sizeof coef);
+    ht_host_scramble(dev_coef, sizeof dev_coef, 97);
+#pragma omp target exit data map(from : pr.coef)
+    ht_expect_host(pr.coef, coef, sizeof coef, "learnt: coef after the first exit");
+    CHECK(ht_is_mapped(pr.coef, sizeof pr.coef), "learnt: params gone after the first exit");
+    pr.iters = -1;
+#pragma omp target exit data map(from : pr.iters, pr.coef)
+    ht_expect_host(pr.coef, dev_coef, sizeof dev_coef, "learnt: coef after the last exit");
+    CHECK(pr.iters == iters, "learnt: iters %d after the last exit, want %d", pr.iters, iters);
+    CHECK(ht_is_unmapped(&pr.iters, sizeof pr.iters + sizeof pr.coef),
+          "learnt: params still mapped");
+    ht_report("learnt: coef", pr.coef, sizeof pr.coef);
+    free(host_u);
+    free(dev_u);
 }
 
 /* ---- declare mapper ------------------------------------------------------------------------- */
@@ -605,6 +691,7 @@ int main(int argc, char **argv)
     ht_init(argc, argv, "maps_struct");
     test_attach_separate();
     test_attach_combined();
+    test_struct_learnt();
     test_mapper_named();
     test_mapper_array();
     test_mapper_default();
