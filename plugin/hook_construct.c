@@ -364,6 +364,18 @@ static void give_back_to_copies(const ob_construct *c, scratch *s, const item *i
     ob_hook_forward_update(c, &s->fwd);
 }
 
+/* A begin or an end forwarded whole changed the counts of whatever its items reach, which the
+ * mirror did not follow: those ranges leave it (an update changes no entry). */
+static void forget_items(const ob_construct *c)
+{
+    const ob_map_args *a = &c->args;
+    if (kind_of(c) == OB_KIND_UPDATE)
+        return;
+    for (int32_t i = 0; i < a->count; i++)
+        if (!(a->types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL)) && !has_mapper(a, i))
+            drop_touched(c->device, a, i);
+}
+
 /* Allocates the scratch and describes the items. When that fails, or when `mappers_whole` and
  * the construct has a mapper, forwards the construct whole and returns -1. */
 static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
@@ -378,11 +390,13 @@ static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
         forward_whole(c);
         if (mapper && ob_mapper_record_finish(c->device, 1) != 0)
             ob_mirror_drop_device(c->device);
+        forget_items(c);
         return -1;
     }
     if (describe_items(a, s->items, kind_of(c) == OB_KIND_UPDATE) != 0) {
         scratch_free(s);
         forward_whole(c);
+        forget_items(c);
         return -1;
     }
     return 0;

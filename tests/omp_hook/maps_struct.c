@@ -519,6 +519,27 @@ static void test_mapper_beside_arrays(void)
     ht_buf_copied_from(&b, 0, bn);
     ht_buf_expect(&b, 0, bn, "beside a mapper: b after the mappers' exits");
 #pragma omp target exit data map(release : ap[0:an], bp[0:bn])
+    /* An array in the same constructs as a mapper: d gains a reference beside one and loses
+     * both beside others, after which it is gone, and an update of it copies nothing (were
+     * its entry still believed mapped, the update would read freed device memory). */
+    ht_buf d = ht_buf_new(ht_between(&r, 1, 4000), 90);
+    unsigned char *dp = d.p;
+    size_t dn = d.n;
+    vec *tp = leaked_vec(&c.s);
+#pragma omp target enter data map(to : dp[0:dn])
+    ht_buf_scramble(&d, 0, dn, 91);
+    ht_buf_poison(&d, 92);
+#pragma omp target update from(dp[0:dn])
+    ht_buf_copied_from(&d, 0, dn);
+    ht_buf_expect(&d, 0, dn, "beside a mapper: d after update from");
+#pragma omp target enter data map(to : dp[0:dn]) map(mapper(deep), to : tp[0:1])
+#pragma omp target exit data map(release : dp[0:dn]) map(mapper(deep), release : tp[0:1])
+    CHECK(ht_is_mapped(dp, dn), "beside a mapper: d gone after one of its two exits");
+#pragma omp target exit data map(release : dp[0:dn]) map(mapper(deep), release : tp[0:1])
+    ht_buf_poison(&d, 93);
+#pragma omp target update from(dp[0:dn])
+    ht_buf_expect_host(&d, "beside a mapper: d after an update once it is gone");
+    ht_buf_free(&d);
     ht_report("beside a mapper: a", a.p, an);
     ht_report("beside a mapper: b", b.p, bn);
     vec_case_free(&c);
