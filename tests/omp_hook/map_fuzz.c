@@ -34,8 +34,12 @@ typedef struct holder {
     int tag;
     unsigned char *q;
     double after;
+    size_t lo, len; /* the section the mapper maps */
 } holder;
 static holder hold_a, hold_b;
+
+/* The same sections spelled through a mapper: its components are those of hold.q[lo:len]. */
+#pragma omp declare mapper(sec : holder h) map(h.q[h.lo:h.len])
 
 typedef struct array {
     unsigned char *p;
@@ -124,6 +128,60 @@ ARRAY_OPS(global_a, global_a)
 ARRAY_OPS(global_b, global_b)
 ARRAY_OPS(held_a, hold_a.q)
 ARRAY_OPS(held_b, hold_b.q)
+
+/* enter, exit and update of h.q[lo:len] through the mapper (p is unused). */
+#define MAPPER_OPS(name, h)                                                                     \
+    static void enter_##name(unsigned char *p, size_t lo, size_t len, int how)                  \
+    {                                                                                           \
+        (void)p;                                                                                \
+        h.lo = lo, h.len = len;                                                                 \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target enter data map(mapper(sec), to : h)) break;                   \
+        case 1: PRAGMA(omp target enter data map(mapper(sec), alloc : h)) break;                \
+        default: PRAGMA(omp target enter data map(mapper(sec), always, to : h)) break;          \
+        }                                                                                       \
+    }                                                                                           \
+    static void exit_##name(unsigned char *p, size_t lo, size_t len, int how)                   \
+    {                                                                                           \
+        (void)p;                                                                                \
+        h.lo = lo, h.len = len;                                                                 \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target exit data map(mapper(sec), from : h)) break;                  \
+        case 1: PRAGMA(omp target exit data map(mapper(sec), release : h)) break;               \
+        case 2: PRAGMA(omp target exit data map(mapper(sec), always, from : h)) break;          \
+        default: PRAGMA(omp target exit data map(mapper(sec), delete : h)) break;               \
+        }                                                                                       \
+    }                                                                                           \
+    static void update_##name(unsigned char *p, size_t lo, size_t len, int to)                  \
+    {                                                                                           \
+        (void)p;                                                                                \
+        h.lo = lo, h.len = len;                                                                 \
+        if (to) {                                                                               \
+            PRAGMA(omp target update to(mapper(sec) : h))                                       \
+        } else {                                                                                \
+            PRAGMA(omp target update from(mapper(sec) : h))                                     \
+        }                                                                                       \
+    }                                                                                           \
+    /* A plain array's section and h's, in one construct each way. */                           \
+    static void enter_plain_and_##name(unsigned char *p, size_t lo, size_t len, size_t hlo,     \
+                                       size_t hlen)                                             \
+    {                                                                                           \
+        h.lo = hlo, h.len = hlen;                                                               \
+        PRAGMA(omp target enter data map(to : p[lo:len]) map(mapper(sec), to : h))              \
+    }                                                                                           \
+    static void exit_plain_and_##name(unsigned char *p, size_t lo, size_t len, size_t hlo,      \
+                                      size_t hlen, int from)                                    \
+    {                                                                                           \
+        h.lo = hlo, h.len = hlen;                                                               \
+        if (from) {                                                                             \
+            PRAGMA(omp target exit data map(from : p[lo:len]) map(mapper(sec), from : h))       \
+        } else {                                                                                \
+            PRAGMA(omp target exit data map(release : p[lo:len]) map(mapper(sec), release : h)) \
+        }                                                                                       \
+    }
+
+MAPPER_OPS(mapped_a, hold_a)
+MAPPER_OPS(mapped_b, hold_b)
 
 typedef void (*array_op)(unsigned char *p, size_t lo, size_t len, int how);
 typedef void (*data_op)(unsigned char *p, size_t lo, size_t len, int how, int inner, int depth);
@@ -247,16 +305,63 @@ DATA_OPS(global_b, global_b)
 DATA_OPS(held_a, hold_a.q)
 DATA_OPS(held_b, hold_b.q)
 
+/* A `target data` block over h.q[lo:len] through the mapper. */
+#define DATA_MAPPER_OPS(name, h)                                                                \
+    static void data_##name(unsigned char *p, size_t lo, size_t len, int how, int inner,       \
+                            int depth)                                                          \
+    {                                                                                           \
+        (void)p;                                                                                \
+        h.lo = lo, h.len = len;                                                                 \
+        switch (how) {                                                                          \
+        case 0: PRAGMA(omp target data map(mapper(sec), tofrom : h))                            \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        case 1: PRAGMA(omp target data map(mapper(sec), to : h))                                \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        case 2: PRAGMA(omp target data map(mapper(sec), from : h))                              \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        default: PRAGMA(omp target data map(mapper(sec), alloc : h))                            \
+            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
+            break;                                                                              \
+        }                                                                                       \
+    }
+
+DATA_MAPPER_OPS(mapped_a, hold_a)
+DATA_MAPPER_OPS(mapped_b, hold_b)
+
+/* Arrays held by the structs are spelled through their pointer member or through the mapper,
+ * at random, construct by construct. */
 static const spelling *spelled(int k)
 {
     static const spelling plain = {enter_plain, exit_plain, update_plain, data_plain};
-    static const spelling others[GLOBAL_ARRAYS + HELD_ARRAYS] = {
+    static const spelling others[GLOBAL_ARRAYS + 2 * HELD_ARRAYS] = {
         {enter_global_a, exit_global_a, update_global_a, data_global_a},
         {enter_global_b, exit_global_b, update_global_b, data_global_b},
         {enter_held_a, exit_held_a, update_held_a, data_held_a},
         {enter_held_b, exit_held_b, update_held_b, data_held_b},
+        {enter_mapped_a, exit_mapped_a, update_mapped_a, data_mapped_a},
+        {enter_mapped_b, exit_mapped_b, update_mapped_b, data_mapped_b},
     };
-    return k < PLAIN_ARRAYS ? &plain : &others[k - PLAIN_ARRAYS];
+    if (k < PLAIN_ARRAYS)
+        return &plain;
+    if (k >= PLAIN_ARRAYS + GLOBAL_ARRAYS && pick(2))
+        k += HELD_ARRAYS;
+    return &others[k - PLAIN_ARRAYS];
+}
+
+/* A plain array and a held one in one construct, the held one through the mapper. */
+static void enter_mixed(int k, size_t lo, size_t len, int h, size_t hlo, size_t hlen)
+{
+    (h == 0 ? enter_plain_and_mapped_a : enter_plain_and_mapped_b)(arrays[k].p, lo, len, hlo,
+                                                                   hlen);
+}
+
+static void exit_mixed(int k, size_t lo, size_t len, int h, size_t hlo, size_t hlen, int from)
+{
+    (h == 0 ? exit_plain_and_mapped_a : exit_plain_and_mapped_b)(arrays[k].p, lo, len, hlo,
+                                                                  hlen, from);
 }
 
 /* A section an enter or a block maps: inside the mapping (one reference more), or a new
@@ -300,10 +405,34 @@ static void one_construct(int depth)
     int k = (int)pick(ARRAYS);
     array *a = &arrays[k];
     size_t lo = 0, len = 0;
-    switch (pick(depth < 2 ? 11 : 10)) {
-    case 10: /* a target data block around a few constructs */
+    switch (pick(depth < 2 ? 12 : 11)) {
+    case 11: /* a target data block around a few constructs */
         data_block(k, depth);
         return;
+    case 10: { /* a plain array and a held one (through the mapper) in one enter or exit */
+        int kp = (int)pick(PLAIN_ARRAYS), h = (int)pick(HELD_ARRAYS);
+        int kh = PLAIN_ARRAYS + GLOBAL_ARRAYS + h;
+        array *ap = &arrays[kp], *ah = &arrays[kh];
+        size_t hlo, hlen;
+        int enter_them = !(ap->mapped && ah->mapped) || pick(2);
+        if (enter_them) {
+            take_reference(kp, &lo, &len);
+            take_reference(kh, &hlo, &hlen);
+            enter_mixed(kp, lo, len, h, hlo, hlen);
+        } else {
+            int from = (int)pick(2);
+            section_inside(ap, &lo, &len);
+            section_inside(ah, &hlo, &hlen);
+            if (--ap->refs == 0)
+                ap->mapped = 0;
+            if (--ah->refs == 0)
+                ah->mapped = 0;
+            exit_mixed(kp, lo, len, h, hlo, hlen, from);
+        }
+        printf("%lu %s %d [%zu,+%zu) and %d [%zu,+%zu): %016" PRIx64 "\n", constructs_done,
+               enter_them ? "enter" : "exit", kp, lo, len, kh, hlo, hlen, hash_all());
+        break;
+    }
     case 0:
     case 1: { /* enter: a new mapping, or another reference inside the mapping */
         int how = (int)pick(3), fresh = !a->mapped;
@@ -392,8 +521,8 @@ int main(int argc, char **argv)
     }
     global_a = arrays[PLAIN_ARRAYS].p;
     global_b = arrays[PLAIN_ARRAYS + 1].p;
-    hold_a = (holder){1, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS].p, 0.5};
-    hold_b = (holder){2, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS + 1].p, 1.5};
+    hold_a = (holder){1, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS].p, 0.5, 0, 0};
+    hold_b = (holder){2, arrays[PLAIN_ARRAYS + GLOBAL_ARRAYS + 1].p, 1.5, 0, 0};
     while (constructs_done < constructs)
         one_construct(0);
     /* Unmap everything: the last references, `from` where the model has the array mapped. */
