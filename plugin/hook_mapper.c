@@ -1,10 +1,12 @@
 #include "hook_mapper.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 
 #include "alloc.h"
 #include "hook_mirror.h"
+#include "log.h"
 #include "omp_abi.h"
 
 typedef struct component {
@@ -32,6 +34,8 @@ void ob_mapper_record_start(void)
 
 void ob_mapper_record(void *base, void *begin, int64_t size, int64_t type)
 {
+    ob_log(3, "hook:   mapper component: base %p begin %p size %" PRId64 " type 0x%" PRIx64,
+           base, begin, size, (uint64_t)type);
     if (!record.active)
         return;
     if (record.count == record.capacity) {

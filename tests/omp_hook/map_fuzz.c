@@ -73,8 +73,28 @@ static void section_any(const array *a, size_t *lo, size_t *len)
     *len = 1 + pick(a->n - *lo);
 }
 
+/* The model against the runtime's table, at the mapping's ends or at three bytes of an
+ * unmapped array: a wrong model would end in a construct the runtime rejects. */
+static void check_model(void)
+{
+    int dev = omp_get_default_device();
+    for (int k = 0; k < ARRAYS; k++) {
+        const array *a = &arrays[k];
+        if (a->mapped)
+            CHECK(omp_target_is_present(a->p + a->lo, dev) &&
+                      omp_target_is_present(a->p + a->hi - 1, dev),
+                  "array %d: [%zu, %zu) should be mapped", k, a->lo, a->hi);
+        else
+            CHECK(!omp_target_is_present(a->p, dev) &&
+                      !omp_target_is_present(a->p + a->n / 2, dev) &&
+                      !omp_target_is_present(a->p + a->n - 1, dev),
+                  "array %d should not be mapped", k);
+    }
+}
+
 static uint64_t hash_all(void)
 {
+    check_model();
     uint64_t h = 0;
     for (int k = 0; k < ARRAYS; k++)
         h = ht_mix64(h ^ ht_fnv(arrays[k].p, arrays[k].n));
@@ -190,6 +210,8 @@ typedef void (*data_op)(unsigned char *p, size_t lo, size_t len, int how, int in
 typedef struct spelling {
     array_op enter, exit, update;
     data_op data;
+    int deletes; /* `delete` removes the mapping (clang 16 keeps the delete bit out of a
+                  * mapper's components: through the mapper it releases one reference) */
 } spelling;
 
 static const spelling *spelled(int k);
@@ -199,9 +221,12 @@ static void enter(int k, size_t lo, size_t len, int how)
     spelled(k)->enter(arrays[k].p, lo, len, how);
 }
 
-static void exit_data(int k, size_t lo, size_t len, int how)
+/* Returns whether a `delete` (how 3) removed the mapping rather than one reference. */
+static int exit_data(int k, size_t lo, size_t len, int how)
 {
-    spelled(k)->exit(arrays[k].p, lo, len, how);
+    const spelling *sp = spelled(k);
+    sp->exit(arrays[k].p, lo, len, how);
+    return sp->deletes;
 }
 
 static void update(int k, size_t lo, size_t len, int to)
@@ -332,23 +357,30 @@ DATA_MAPPER_OPS(mapped_a, hold_a)
 DATA_MAPPER_OPS(mapped_b, hold_b)
 
 /* Arrays held by the structs are spelled through their pointer member or through the mapper,
- * at random, construct by construct. */
-static const spelling *spelled(int k)
+ * at random, construct by construct -- except `target data` blocks: libomptarget 16 leaves a
+ * reference behind at the end of a block that maps a section inside an existing mapping
+ * through a mapper, which the model does not follow. */
+static const spelling *spelled_as(int k, int may_use_mapper)
 {
-    static const spelling plain = {enter_plain, exit_plain, update_plain, data_plain};
+    static const spelling plain = {enter_plain, exit_plain, update_plain, data_plain, 1};
     static const spelling others[GLOBAL_ARRAYS + 2 * HELD_ARRAYS] = {
-        {enter_global_a, exit_global_a, update_global_a, data_global_a},
-        {enter_global_b, exit_global_b, update_global_b, data_global_b},
-        {enter_held_a, exit_held_a, update_held_a, data_held_a},
-        {enter_held_b, exit_held_b, update_held_b, data_held_b},
-        {enter_mapped_a, exit_mapped_a, update_mapped_a, data_mapped_a},
-        {enter_mapped_b, exit_mapped_b, update_mapped_b, data_mapped_b},
+        {enter_global_a, exit_global_a, update_global_a, data_global_a, 1},
+        {enter_global_b, exit_global_b, update_global_b, data_global_b, 1},
+        {enter_held_a, exit_held_a, update_held_a, data_held_a, 1},
+        {enter_held_b, exit_held_b, update_held_b, data_held_b, 1},
+        {enter_mapped_a, exit_mapped_a, update_mapped_a, data_mapped_a, 0},
+        {enter_mapped_b, exit_mapped_b, update_mapped_b, data_mapped_b, 0},
     };
     if (k < PLAIN_ARRAYS)
         return &plain;
-    if (k >= PLAIN_ARRAYS + GLOBAL_ARRAYS && pick(2))
+    if (k >= PLAIN_ARRAYS + GLOBAL_ARRAYS && may_use_mapper && pick(2))
         k += HELD_ARRAYS;
     return &others[k - PLAIN_ARRAYS];
+}
+
+static const spelling *spelled(int k)
+{
+    return spelled_as(k, 1);
 }
 
 /* A plain array and a held one in one construct, the held one through the mapper. */
@@ -394,7 +426,7 @@ static void data_block(int k, int depth)
     printf("%lu data %d [%zu,+%zu) how %d, %d inside {\n", constructs_done, k, lo, len, how,
            inner);
     constructs_done++;
-    spelled(k)->data(a->p, lo, len, how, inner, depth);
+    spelled_as(k, 0)->data(a->p, lo, len, how, inner, depth);
     if (a->mapped && lo >= a->lo && lo + len <= a->hi && --a->refs == 0)
         a->mapped = 0;
     printf("} end of data %d: %016" PRIx64 "\n", k, hash_all());
@@ -452,10 +484,9 @@ static void one_construct(int depth)
             return;
         int how = (int)pick(4);
         section_inside(a, &lo, &len);
-        a->refs = how == 3 ? 0 : a->refs - 1;
+        a->refs = exit_data(k, lo, len, how) && how == 3 ? 0 : a->refs - 1;
         if (a->refs == 0)
             a->mapped = 0;
-        exit_data(k, lo, len, how);
         printf("%lu exit %d [%zu,+%zu) how %d: %016" PRIx64 "\n", constructs_done, k, lo, len,
                how, hash_all());
         break;
