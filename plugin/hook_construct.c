@@ -91,7 +91,7 @@ static int scratch_alloc(scratch *s, int32_t count)
     memset(s, 0, sizeof(*s));
     s->items = ob_calloc(n, sizeof(item));
     s->types = ob_malloc(n * sizeof(int64_t));
-    s->copies = ob_malloc(n * sizeof(ob_hook_copy));
+    s->copies = ob_malloc(2 * n * sizeof(ob_hook_copy)); /* an update item may go both ways */
     /* bases, begins, sizes, types, names, mappers of the compacted list, in one block */
     s->fwd.bases = ob_malloc(n * 6 * sizeof(void *));
     if (s->items == NULL || s->types == NULL || s->copies == NULL || s->fwd.bases == NULL) {
@@ -285,11 +285,18 @@ static void log_construct(const ob_construct *c, const item *items, int32_t coun
         return;
     /* What the program passed, item by item: enough to see why a map was left alone. */
     const ob_map_args *a = &c->args;
-    for (int32_t i = 0; i < count; i++)
+    for (int32_t i = 0; i < count; i++) {
         ob_log_write("hook:   item %d: base %p begin %p size %" PRId64 " type 0x%" PRIx64
                      "%s: %s", (int)i, a->bases[i], a->begins[i], a->sizes[i],
                      (uint64_t)a->types[i], has_mapper(a, i) ? " mapper" : "",
                      ob_hook_reason_text[items[i].why]);
+        if (!(a->types[i] & OB_MAP_NON_CONTIG) || a->begins[i] == NULL)
+            continue;
+        const ob_non_contig *d = a->begins[i];
+        for (int64_t k = 0; k < a->sizes[i] && k < 16; k++)
+            ob_log_write("hook:     dimension %d: offset %" PRIu64 " count %" PRIu64
+                         " stride %" PRIu64, (int)k, d[k].offset, d[k].count, d[k].stride);
+    }
 }
 
 static ob_hook_kind kind_of(const ob_construct *c)

@@ -95,6 +95,14 @@ typedef int (*ob_omp_disassociate_fn)(const void *host_ptr, int device_num);
 #define OB_MAP_PRESENT 0x1000
 #define OB_MAP_OMPX_HOLD 0x2000
 #define OB_MAP_NON_CONTIG (1LL << 44)
+
+/* A non-contiguous item's begins[i] points at sizes[i] of these, outermost dimension first
+ * (libomptarget's __tgt_target_non_contig); strides are in bytes. */
+typedef struct ob_non_contig {
+    uint64_t offset;
+    uint64_t count;
+    uint64_t stride;
+} ob_non_contig;
 #define OB_MAP_MEMBER_OF ((int64_t)0xffff000000000000ULL)
 
 /* __tgt_register_requires flags. */

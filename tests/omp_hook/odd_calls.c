@@ -9,7 +9,8 @@
  *   unmapped  updates of a range never mapped and of one only partly mapped (ignored by the
  *             runtime without `present`), mixed in one call with a good item;
  *   zero      zero-length items beside good ones;
- *   repeated  the same item twice in one call, and two items overlapping each other.
+ *   repeated  the same item twice in one call, and two items overlapping each other;
+ *   both      every item of an update both `to` and `from` (libomptarget copies from, then to).
  * Usage: odd_calls <seed>
  */
 #include "hook_test.h"
@@ -139,6 +140,20 @@ int main(int argc, char **argv)
         update(dev, 4, items, item_sizes, item_types, NULL);
         ht_buf_expect(&b[2], 0, b[2].n, "repeated: the same item twice");
         ht_buf_expect(&b[3], 0, b[3].n, "repeated: overlapping halves");
+    }
+
+    /* both: the device's bytes come back, then go out again unchanged. */
+    {
+        int64_t both[N];
+        for (int i = 0; i < N - 1; i++) {
+            both[i] = MAP_TO | MAP_FROM;
+            ht_buf_scramble(&b[i], 0, b[i].n, 1100 + (uint64_t)i);
+            ht_buf_poison(&b[i], 1200 + (uint64_t)i);
+            ht_buf_copied_from(&b[i], 0, b[i].n);
+        }
+        update(dev, N - 1, begins, sizes, both, NULL);
+        for (int i = 0; i < N - 1; i++)
+            ht_buf_expect(&b[i], 0, b[i].n, "both: update to and from");
     }
 
     __tgt_target_data_end_mapper(NULL, dev, N - 1, begins, begins, sizes, from, NULL, NULL);
