@@ -71,6 +71,17 @@ static ob_strategy_choice read_strategy(void)
     return OB_STRATEGY_AUTO;
 }
 
+static ob_strided_choice read_strided(void)
+{
+    const char *value = getenv("OMPBATCH_STRIDED");
+    if (value == NULL || value[0] == '\0' || strcmp(value, "runtime") == 0)
+        return OB_STRIDED_RUNTIME;
+    if (strcmp(value, "spec") == 0)
+        return OB_STRIDED_SPEC;
+    warn_bad_value("OMPBATCH_STRIDED", value, "runtime or spec");
+    return OB_STRIDED_RUNTIME;
+}
+
 static ob_calibrate_choice read_calibrate(void)
 {
     const char *value = getenv("OMPBATCH_CALIBRATE");
@@ -131,6 +142,7 @@ static void read_environment(void)
     if (library == NULL || library[0] == '\0')
         library = OB_DEFAULT_CUDA_LIBRARY;
     snprintf(current.cuda_library, sizeof(current.cuda_library), "%s", library);
+    current.strided = read_strided();
 }
 
 const ob_config *ob_config_get(void)

@@ -26,6 +26,11 @@ typedef enum ob_calibrate_choice {
     OB_CALIBRATE_FORCE      /* measure again, replacing the cache */
 } ob_calibrate_choice;
 
+typedef enum ob_strided_choice {
+    OB_STRIDED_RUNTIME = 0, /* copy what libomptarget copies; batch where that is the spec's */
+    OB_STRIDED_SPEC         /* copy what the OpenMP specification says, for every shape */
+} ob_strided_choice;
+
 typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
@@ -41,6 +46,7 @@ typedef struct ob_config {
     char cost[512];          /* OMPBATCH_COST: "name=value,..." overrides of the cost model */
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */
+    ob_strided_choice strided; /* OMPBATCH_STRIDED: the pieces of non-contiguous updates */
 } ob_config;
 
 /* The configuration, read on first use (thread-safe). */

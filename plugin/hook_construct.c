@@ -15,12 +15,14 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "config.h"
 #include "hook_copy.h"
 #include "hook_mapper.h"
 #include "hook_mirror.h"
 #include "hook_runtime.h"
 #include "hook_stats.h"
 #include "log.h"
+#include "noncontig.h"
 #include "nvtx.h"
 #include "ompbatch.h"
 
@@ -65,10 +67,14 @@ typedef struct item {
     int was_mirrored;   /* end: a mirrored entry holds it */
     uintptr_t device;   /* device address of begin, for the hook's copy */
     size_t staging;     /* end: offset of its bytes in the staging buffer */
+    ob_pieces pieces;   /* update: a non-contiguous item's pieces, offsets from its base */
+    int strided;        /* update: a non-contiguous item the hook read */
+    uintptr_t base;     /* update: a non-contiguous item's base, where its pieces start */
 } item;
 
 typedef struct scratch {
     item *items;
+    int32_t count;
     int64_t *types;
     ob_map_args fwd;    /* arrays for a compacted argument list (update) */
     ob_hook_copy *copies;
@@ -76,6 +82,8 @@ typedef struct scratch {
 
 static void scratch_free(scratch *s)
 {
+    for (int32_t i = 0; s->items != NULL && i < s->count; i++)
+        ob_pieces_free(&s->items[i].pieces);
     free(s->items);
     free(s->types);
     free(s->fwd.bases);
@@ -89,6 +97,7 @@ static int scratch_alloc(scratch *s, int32_t count)
 {
     size_t n = (size_t)count;
     memset(s, 0, sizeof(*s));
+    s->count = count;
     s->items = ob_calloc(n, sizeof(item));
     s->types = ob_malloc(n * sizeof(int64_t));
     s->copies = ob_malloc(2 * n * sizeof(ob_hook_copy)); /* an update item may go both ways */
@@ -124,12 +133,6 @@ static int any_mapper(const ob_map_args *a)
     return 0;
 }
 
-static int compare_by_begin(const void *x, const void *y)
-{
-    const item *a = *(item *const *)x, *b = *(item *const *)y;
-    return (a->begin > b->begin) - (a->begin < b->begin);
-}
-
 /* A struct member that is not a pointer's object and lies inside its parent's range: at a
  * begin or an end it changes no reference count (the parent's entry holds it). */
 static int is_plain_member_inside(const item *items, int32_t count, int32_t i)
@@ -142,34 +145,151 @@ static int is_plain_member_inside(const item *items, int32_t count, int32_t i)
     return it->end > it->begin && p->begin <= it->begin && it->end <= p->end;
 }
 
-/* Sets `overlaps` on items whose ranges overlap another item's: their relative order would
- * matter, and the hook reorders (its copies run before or after the runtime's). Sets
- * `foreign` the same way, leaving plain members out of the sweep: a struct parent overlapping
- * only its own members is alone in its range. */
-static int mark_overlaps(item *items, int32_t count)
+/* One byte range of an item: its whole range, or one piece of a non-contiguous item. */
+typedef struct span {
+    uintptr_t begin, end;
+    item *owner;
+} span;
+
+static int compare_spans(const void *x, const void *y)
 {
-    item **sorted = ob_malloc((size_t)count * sizeof(*sorted));
-    if (sorted == NULL)
-        return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        size_t n = 0;
-        for (int32_t i = 0; i < count; i++)
-            if (items[i].end > items[i].begin &&
-                (pass == 0 || !is_plain_member_inside(items, count, i)))
-                sorted[n++] = &items[i];
-        qsort(sorted, n, sizeof(*sorted), compare_by_begin);
-        item *reach = NULL; /* the item reaching furthest so far */
-        for (size_t k = 0; k < n; k++) {
-            if (reach != NULL && sorted[k]->begin < reach->end) {
-                *(pass == 0 ? &sorted[k]->overlaps : &sorted[k]->foreign) = 1;
-                *(pass == 0 ? &reach->overlaps : &reach->foreign) = 1;
-            }
-            if (reach == NULL || sorted[k]->end > reach->end)
-                reach = sorted[k];
+    const span *a = x, *b = y;
+    return (a->begin > b->begin) - (a->begin < b->begin);
+}
+
+/* Marks (through `flag`) the items with a span overlapping a span of another item: a sweep by
+ * begin keeping the furthest-reaching span and the furthest-reaching one of another item. */
+static void sweep_spans(span *spans, size_t n, int *(*flag)(item *))
+{
+    qsort(spans, n, sizeof(*spans), compare_spans);
+    const span *best = NULL, *other = NULL; /* other: best among owners other than best's */
+    for (size_t k = 0; k < n; k++) {
+        const span *c = &spans[k];
+        const span *hit = best != NULL && best->owner != c->owner ? best : other;
+        if (hit != NULL && hit->owner != c->owner && c->begin < hit->end) {
+            *flag(c->owner) = 1;
+            *flag(hit->owner) = 1;
+        }
+        if (best == NULL || c->end > best->end) {
+            if (best != NULL && best->owner != c->owner)
+                other = best;
+            best = c;
+        } else if (c->owner != best->owner && (other == NULL || c->end > other->end)) {
+            other = c;
         }
     }
-    free(sorted);
+}
+
+static int *overlaps_flag(item *it)
+{
+    return &it->overlaps;
+}
+
+static int *foreign_flag(item *it)
+{
+    return &it->foreign;
+}
+
+/* Sets `overlaps` on items whose bytes overlap another item's (a non-contiguous item by its
+ * pieces): their relative order would matter, and the hook reorders (its copies run before or
+ * after the runtime's). Sets `foreign` the same way, leaving plain members out: a struct
+ * parent overlapping only its own members is alone in its range. */
+static int mark_overlaps(item *items, int32_t count)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < count; i++)
+        n += items[i].strided ? items[i].pieces.count : 1;
+    span *spans = ob_malloc((n + 1) * sizeof(*spans));
+    if (spans == NULL)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t m = 0;
+        for (int32_t i = 0; i < count; i++) {
+            item *it = &items[i];
+            if (pass == 1 && is_plain_member_inside(items, count, i))
+                continue;
+            if (!it->strided) {
+                if (it->end > it->begin)
+                    spans[m++] = (span){it->begin, it->end, it};
+                continue;
+            }
+            for (size_t k = 0; k < it->pieces.count; k++) {
+                const ob_piece *p = &it->pieces.at[k];
+                if (p->size > 0)
+                    spans[m++] = (span){it->base + (uintptr_t)p->offset,
+                                        it->base + (uintptr_t)(p->offset + p->size), it};
+            }
+        }
+        sweep_spans(spans, m, pass == 0 ? overlaps_flag : foreign_flag);
+    }
+    free(spans);
     return 0;
+}
+
+/* More pieces than this in one non-contiguous item are left to the runtime (16 MiB of piece
+ * list; a 256 x 256 face is 65 536). */
+#define OB_STRIDED_MAX_PIECES ((size_t)1 << 20)
+
+/* A non-contiguous update item's pieces, when the hook may copy them: the runtime's when they
+ * are the specification's (OMPBATCH_STRIDED=runtime), the specification's with
+ * OMPBATCH_STRIDED=spec. Its range becomes the pieces' span, so that overlaps with other
+ * items show. Otherwise the item keeps its reason and no range. */
+static void plan_strided(const ob_map_args *a, int32_t i, item *it)
+{
+    const ob_non_contig *d = a->begins[i];
+    int64_t dims = a->sizes[i];
+    ob_pieces runtime, spec;
+    if (ob_pieces_runtime(d, dims, OB_STRIDED_MAX_PIECES, &runtime) != OB_PIECES_OK)
+        return;
+    ob_pieces_status spec_status = ob_pieces_spec(d, dims, OB_STRIDED_MAX_PIECES, &spec);
+    ob_pieces chosen = runtime;
+    if (ob_config_get()->strided == OB_STRIDED_SPEC) {
+        ob_pieces_free(&runtime);
+        if (spec_status != OB_PIECES_OK)
+            return;
+        chosen = spec;
+    } else {
+        int same = 0;
+        if (spec_status == OB_PIECES_OK) {
+            ob_pieces copy = {ob_malloc((runtime.count + 1) * sizeof(ob_piece)), runtime.count};
+            if (copy.at != NULL) {
+                if (runtime.count > 0)
+                    memcpy(copy.at, runtime.at, runtime.count * sizeof(ob_piece));
+                same = ob_pieces_same_bytes(&copy, &spec);
+            }
+            ob_pieces_free(&copy);
+            ob_pieces_free(&spec);
+        }
+        if (!same) {
+            ob_pieces_free(&runtime);
+            if (spec_status == OB_PIECES_OK)
+                it->why = OB_REASON_STRIDED_DEVIATES;
+            return;
+        }
+    }
+    uintptr_t base = (uintptr_t)a->bases[i];
+    uint64_t low = UINT64_MAX, high = 0;
+    for (size_t k = 0; k < chosen.count; k++) {
+        if (chosen.at[k].size == 0)
+            continue;
+        if (chosen.at[k].offset < low)
+            low = chosen.at[k].offset;
+        if (chosen.at[k].offset + chosen.at[k].size > high)
+            high = chosen.at[k].offset + chosen.at[k].size;
+    }
+    if (low > high || high > UINTPTR_MAX - base) {
+        /* No bytes to move (or none addressable): the runtime copies nothing either. */
+        ob_pieces_free(&chosen);
+        if (low > high)
+            it->why = OB_REASON_NO_TRANSFER;
+        return;
+    }
+    it->strided = 1;
+    it->base = base;
+    it->pieces = chosen;
+    it->begin = base + (uintptr_t)low;
+    it->end = base + (uintptr_t)high;
+    it->why = OB_REASON_NONE;
 }
 
 /* Fills ranges, parent marks and overlap marks; the reasons every kind of construct shares
@@ -211,6 +331,8 @@ static int describe_items(const ob_map_args *a, item *items, int update)
         /* Non-contiguous items carry a descriptor array, not their data, in begins[i]. */
         if (it->why == OB_REASON_NON_CONTIG || it->why == OB_REASON_MAPPER)
             it->end = it->begin;
+        if (it->why == OB_REASON_NON_CONTIG && update)
+            plan_strided(a, i, it);
     }
     return mark_overlaps(items, a->count);
 }
@@ -411,6 +533,58 @@ static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
 
 /* ---- target update --------------------------------------------------------------------- */
 
+/* Grows the copy list by two entries per piece of every non-contiguous item read. */
+static int make_room_for_pieces(scratch *s)
+{
+    size_t pieces = 0;
+    for (int32_t i = 0; i < s->count; i++)
+        pieces += s->items[i].strided ? s->items[i].pieces.count : 0;
+    if (pieces == 0)
+        return 0;
+    size_t total = 2 * (size_t)s->count + 2 * pieces;
+    ob_hook_copy *grown = ob_realloc(s->copies, total * sizeof(*grown));
+    if (grown == NULL)
+        return -1;
+    s->copies = grown;
+    return 0;
+}
+
+/* The copies of a non-contiguous item's pieces into out, each piece as libomptarget treats it
+ * on its own: inside a mirrored entry it is copied; where the runtime has nothing at its first
+ * byte it is skipped (the runtime skips it too); otherwise the runtime has an entry the mirror
+ * does not, and the whole item is left to it (it->why says why). Returns the copies made. */
+static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_t i, item *it,
+                             ob_hook_copy *out)
+{
+    const ob_hook_runtime *rt = ob_hook_runtime_get();
+    uintptr_t base = (uintptr_t)a->bases[i];
+    size_t n = 0;
+    for (size_t k = 0; k < it->pieces.count; k++) {
+        const ob_piece *p = &it->pieces.at[k];
+        if (p->size == 0)
+            continue;
+        uintptr_t host = base + (uintptr_t)p->offset;
+        ob_mirror_entry *entry = NULL;
+        if (ob_mirror_find(c->device, host, host + (uintptr_t)p->size, &entry) !=
+            OB_MIRROR_INSIDE) {
+            if (!rt->is_present((void *)host, c->device))
+                continue;
+            it->why = OB_REASON_UNKNOWN;
+            return 0;
+        }
+        if (!ob_hook_device_usable(c->device, entry->device)) {
+            it->why = OB_REASON_DEVICE;
+            return 0;
+        }
+        uintptr_t device = entry->device + (host - entry->begin);
+        if (it->type & OB_MAP_FROM)
+            out[n++] = (ob_hook_copy){(void *)host, (const void *)device, (size_t)p->size, 0};
+        if (it->type & OB_MAP_TO)
+            out[n++] = (ob_hook_copy){(void *)device, (const void *)host, (size_t)p->size, 1};
+    }
+    return n;
+}
+
 void ob_hook_update(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
@@ -426,12 +600,15 @@ void ob_hook_update(const ob_construct *c)
     for (int32_t i = 0; i < a->count; i++) {
         if (items[i].type & OB_MAP_PRESENT)
             keep_whole = 1;
-        if (items[i].why == OB_REASON_MAPPER || items[i].why == OB_REASON_NON_CONTIG)
+        if (items[i].why == OB_REASON_MAPPER || items[i].why == OB_REASON_NON_CONTIG ||
+            items[i].why == OB_REASON_STRIDED_DEVIATES)
             unknown_ranges = 1;
         directions |= (int)(items[i].type & (OB_MAP_TO | OB_MAP_FROM));
     }
     if (unknown_ranges && directions == (OB_MAP_TO | OB_MAP_FROM))
         keep_whole = 1;
+    if (!keep_whole && make_room_for_pieces(&s) != 0)
+        keep_whole = 1; /* out of memory: the runtime makes every copy */
     size_t batched = 0;
     for (int32_t i = 0; i < a->count && !keep_whole; i++) {
         item *it = &items[i];
@@ -443,6 +620,12 @@ void ob_hook_update(const ob_construct *c)
         }
         if (it->overlaps) {
             it->why = OB_REASON_OVERLAP;
+            continue;
+        }
+        if (it->strided) {
+            size_t added = strided_copies(c, a, i, it, s.copies + batched);
+            if (it->why == OB_REASON_NONE)
+                batched += added;
             continue;
         }
         ob_mirror_entry *entry = NULL;
@@ -469,7 +652,8 @@ void ob_hook_update(const ob_construct *c)
     if (keep_whole) {
         for (int32_t i = 0; i < a->count; i++)
             if (items[i].why == OB_REASON_NONE)
-                items[i].why = OB_REASON_PRESENT;
+                items[i].why = (items[i].type & OB_MAP_PRESENT) ? OB_REASON_PRESENT
+                                                                 : OB_REASON_WHOLE;
     }
     size_t copies = batched;
     char label[160];

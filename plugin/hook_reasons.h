@@ -10,6 +10,7 @@
     X(SKIPPED, "private or literal")                                                            \
     X(MAPPER, "declare mapper")                                                                 \
     X(NON_CONTIG, "non-contiguous")                                                             \
+    X(STRIDED_DEVIATES, "non-contiguous, where libomptarget departs from the specification")   \
     X(ZERO_SIZE, "zero size")                                                                   \
     X(PRESENT, "present modifier")                                                              \
     X(STRUCT, "struct member or parent")                                                        \
