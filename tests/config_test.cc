@@ -21,7 +21,7 @@ protected:
              {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES", "OMPBATCH_BATCH_FORM",
               "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
               "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
-              "OMPBATCH_NVTX", "XDG_CACHE_HOME"})
+              "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
     }
@@ -89,6 +89,23 @@ TEST_F(Config, BadValuesAreNamedAndReplacedByDefaults)
     EXPECT_EQ(0, c->verbose);
     EXPECT_EQ(4096u, c->max_copies);
     EXPECT_EQ(OB_FORM_AUTO, c->form);
+}
+
+// Which pieces strided updates copy: runtime by default, spec on request, a bad value named.
+TEST_F(Config, StridedIsReadAndABadValueNamed)
+{
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_STRIDED_RUNTIME, ob_config_get()->strided);
+    setenv("OMPBATCH_STRIDED", "spec", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_STRIDED_SPEC, ob_config_get()->strided);
+    setenv("OMPBATCH_STRIDED", "runtime", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_STRIDED_RUNTIME, ob_config_get()->strided);
+    setenv("OMPBATCH_STRIDED", "specification", 1);
+    EXPECT_EQ("ompbatch: ignoring OMPBATCH_STRIDED=\"specification\": expected runtime or spec\n",
+              reload());
+    EXPECT_EQ(OB_STRIDED_RUNTIME, ob_config_get()->strided);
 }
 
 // The staged strategy's variables: their values, their defaults and bad values, named.

@@ -18,6 +18,8 @@
  *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array;
  *      r-floor-naive and r-floor-reduce, the r-naive and r-reduce regions on data all present,
  *      time what the runtime takes for those regions when nothing moves
+ *   s  s-col-from, s-col-to: column 1 of a 1024 x 1024 grid of doubles, one strided update
+ *      (1024 pieces of 8 B)
  *   p  p-halo: halo rows of a grid reached through a global pointer (PTR_AND_OBJ sections),
  *      512 steps x (2 `update from` + 2 `update to`) x 3200 B
  *
@@ -413,9 +415,39 @@ static void halo_step(void)
 #pragma omp target update to(halo_grid[(HALO_ROWS - 1) * HALO_ROW:HALO_ROW])
 }
 
+/* ---- a column of a grid: a strided update ------------------------------------------------- */
+
+/* Shapes s-col-from and s-col-to: column 1 of a 1024 x 1024 grid of doubles, one
+ * non-contiguous `target update` (1024 pieces of 8 B). Constant bounds: clang 16 describes a
+ * section as non-contiguous only then. */
+#define COL_N 1024
+
+static void column_update(char *p, int to)
+{
+    double(*g)[COL_N] = (double(*)[COL_N])(void *)p;
+    if (to) {
+#pragma omp target update to(g[0:COL_N][1:1])
+    } else {
+#pragma omp target update from(g[0:COL_N][1:1])
+    }
+}
+
+static int in_column(size_t byte)
+{
+    size_t within = byte % (COL_N * sizeof(double));
+    return within >= sizeof(double) && within < 2 * sizeof(double);
+}
+
 /* ---- shapes ---------------------------------------------------------------------------------- */
 
-typedef enum shape_kind { KIND_TO, KIND_FROM, KIND_ENTER_EXIT, KIND_REGION, KIND_HALO } shape_kind;
+typedef enum shape_kind {
+    KIND_TO,
+    KIND_FROM,
+    KIND_ENTER_EXIT,
+    KIND_REGION,
+    KIND_HALO,
+    KIND_COLUMN
+} shape_kind;
 
 typedef struct config {
     int reps;
@@ -471,6 +503,12 @@ static size_t size_mixed(size_t j, const config *cfg)
     return (size_t)8 << ((j + j / GROUP) % GROUP);
 }
 
+static size_t size_grid(size_t j, const config *cfg)
+{
+    (void)j, (void)cfg;
+    return (size_t)COL_N * COL_N * sizeof(double);
+}
+
 static size_t size_8(size_t j, const config *cfg)
 {
     (void)j, (void)cfg;
@@ -510,6 +548,10 @@ static const shape SHAPES[] = {
      1280, 1, size_4k, region_8to_2from, 10, 1, 8},
     {"r-floor-reduce", "floor of r-reduce: the sum present too", KIND_REGION, &OPS16, 1024, 1,
      size_4k, region_reduction_present, 1, 1, 1},
+    {"s-col-from", "update from, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
+     size_grid, NULL, 0, 0, 0},
+    {"s-col-to", "update to, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
+     size_grid, NULL, 0, 0, 0},
     {"p-halo", "global pointer halo, 512 x (2 from + 2 to) x 3200 B", KIND_HALO, &OPS1, 1,
      HALO_STEPS, size_halo, NULL, 0, 0, 0},
 };
@@ -759,6 +801,34 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
     return bad;
 }
 
+/* The device grid holds the pattern where the host's will be its complement (`from`), or the
+ * other way round (`to`); afterwards exactly the column's bytes crossed over. */
+static long rep_column(const shape *sh, const arrays *a, unsigned seed, timer *t)
+{
+    int to = strcmp(sh->key, "s-col-to") == 0;
+    char *p = a->p[0];
+    size_t n = a->n[0];
+#pragma omp target enter data map(alloc: p[0:n])
+    dev_fill(a, &OPS1, seed, to ? 0xFF : 0);
+    host_fill(a, seed, to ? 0 : 0xFF);
+    timer_start(t);
+    for (int r = 0; r < sh->repeat; r++)
+        column_update(p, to);
+    timer_stop(t);
+    long bad = 0;
+    if (!to) {
+        for (size_t i = 0; i < n; i++) {
+            unsigned char want = pattern(seed, 0, i);
+            bad += (unsigned char)p[i] != (in_column(i) ? want : (unsigned char)~want);
+        }
+    } else {
+        /* Only the column now holds the pattern on the device. */
+        bad += dev_check(a, &OPS1, seed) != (long)(n - COL_N * sizeof(double));
+    }
+#pragma omp target exit data map(release: p[0:n])
+    return bad;
+}
+
 /* Shape p-halo: the device grid starts as the pattern's complement, the host's as the
  * pattern; afterwards the host holds the device's rows next to the edges, the device the
  * host's edge rows, and nothing else changed. */
@@ -808,6 +878,7 @@ static double run_rep(const shape *sh, const arrays *a, const hook_api *api, int
                : sh->kind == KIND_FROM   ? rep_from(sh, a, seed, &t)
                : sh->kind == KIND_REGION ? rep_region(sh, a, seed, &t)
                : sh->kind == KIND_HALO   ? rep_halo(sh, a, seed, &t)
+               : sh->kind == KIND_COLUMN ? rep_column(sh, a, seed, &t)
                                          : rep_enter_exit(sh, a, seed, &t);
     if (maps_around)
         each_group(a, sh->ops, sh->ops->exit_release);
@@ -831,6 +902,12 @@ static void shape_counts(const shape *sh, const arrays *a, result *res)
         res->constructs = 4 * (size_t)sh->repeat;
         res->items = res->constructs;
         res->bytes = res->constructs * HALO_ROW;
+        return;
+    }
+    if (sh->kind == KIND_COLUMN) {
+        res->constructs = (size_t)sh->repeat;
+        res->items = res->constructs;
+        res->bytes = res->constructs * COL_N * sizeof(double);
         return;
     }
     res->items = a->count * (size_t)sh->repeat * (size_t)passes;
