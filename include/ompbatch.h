@@ -246,6 +246,37 @@ OMPBATCH_API int ompbatch_target_memcpy_batch(void *const *dst, const void *cons
                                               const size_t *src_offset, size_t count,
                                               int dst_device_num, int src_device_num);
 
+/* The most dimensions a rectangular copy may have (ompbatch_batch_add_rect). */
+#define OMPBATCH_RECT_MAX_DIMS 16
+
+/* Copies one rectangular sub-volume, as omp_target_memcpy_rect does: volume[d] elements of
+ * element_size bytes in each dimension d (outermost first) of a num_dims-dimensional array,
+ * from src (an array of src_dimensions, starting at index src_offsets) on src_device_num to dst
+ * (dst_dimensions, dst_offsets) on dst_device_num. Returns when the copy is complete. It is one
+ * batch filled with ompbatch_batch_add_rect, submitted and destroyed; the device numbers are as
+ * in ompbatch_target_memcpy_batch.
+ *
+ * Parameters:
+ *   dst, src              the arrays' first elements (index 0 in every dimension).
+ *   element_size          bytes per element, > 0.
+ *   num_dims              dimensions, 1 to OMPBATCH_RECT_MAX_DIMS.
+ *   volume                num_dims element counts to copy; any 0 copies nothing.
+ *   dst_offsets, src_offsets        num_dims starting indices on each side.
+ *   dst_dimensions, src_dimensions  num_dims extents of each side's array.
+ *   dst_device_num, src_device_num  OpenMP device numbers, as in ompbatch_target_memcpy_batch.
+ * Returns: OMPBATCH_OK when the copy is complete, or the statuses of ompbatch_batch_add_rect
+ *   and of ompbatch_target_memcpy_batch (the message names the rectangle and the dimension:
+ *   "rect at copy 0: dimension 1: src offset 6 + volume 4 exceeds the src dimension 8").
+ * Threads: as ompbatch_target_memcpy_batch.
+ */
+OMPBATCH_API int ompbatch_target_memcpy_rect(void *dst, const void *src, size_t element_size,
+                                             int num_dims, const size_t *volume,
+                                             const size_t *dst_offsets,
+                                             const size_t *src_offsets,
+                                             const size_t *dst_dimensions,
+                                             const size_t *src_dimensions, int dst_device_num,
+                                             int src_device_num);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Batch objects                                                                             */
 
@@ -386,6 +417,50 @@ OMPBATCH_API int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_de
  */
 OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t bytes,
                                            uint64_t map_type);
+
+/* Adds a rectangular sub-volume, as omp_target_memcpy_rect describes one: volume[d] elements
+ * of element_size bytes in each dimension d (outermost first) of a num_dims-dimensional array,
+ * from src (an array of src_dimensions elements, the sub-volume starting at index src_offsets)
+ * on src_device_num to dst (dst_dimensions, dst_offsets) on dst_device_num. It adds one copy
+ * per contiguous run of the sub-volume on both sides -- a run of the innermost dimension,
+ * extended over the inner dimensions the volume covers whole on both sides -- in order,
+ * outermost index slowest; the planner then merges, stages or batches them like any copies.
+ * Geometry and pointers are checked before anything is added; device numbers and map_type as
+ * in ompbatch_batch_add, at the first run. Messages name the rectangle by the index of its
+ * first copy and the dimension at fault ("rect at copy 12: dimension 2: dst offset 30 + volume
+ * 8 exceeds the dst dimension 32").
+ *
+ * Parameters:
+ *   batch           an open batch.
+ *   dst, src        the arrays' first elements (index 0 in every dimension).
+ *   dst_device_num, src_device_num  as in ompbatch_batch_add.
+ *   element_size    bytes per element, > 0.
+ *   num_dims        dimensions, 1 to OMPBATCH_RECT_MAX_DIMS.
+ *   volume          num_dims element counts to copy; any 0 adds nothing.
+ *   dst_offsets, src_offsets        num_dims starting indices on each side.
+ *   dst_dimensions, src_dimensions  num_dims extents (> 0) of each side's array.
+ *   map_type        as in ompbatch_batch_add, for every run.
+ * Returns: OMPBATCH_OK, or
+ *   OMPBATCH_ERR_NULL_POINTER      batch, dst, src or one of the five arrays is NULL;
+ *   OMPBATCH_ERR_BAD_STATE         the batch was submitted or destroyed;
+ *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch; element_size is 0; num_dims is out of
+ *                                  range; a dimension is 0, or an offset plus the volume
+ *                                  exceeds a dimension; map_type has an unknown bit;
+ *   OMPBATCH_ERR_OVERFLOW          an array's size overflows, or it wraps the address space
+ *                                  from its pointer;
+ *   OMPBATCH_ERR_INVALID_DEVICE, OMPBATCH_ERR_UNSUPPORTED  as in ompbatch_batch_add (nothing is
+ *                                  added then);
+ *   OMPBATCH_ERR_NO_MEMORY         the batch cannot grow; the runs added before stay in the
+ *                                  batch (reset it).
+ * Threads: one thread at a time per batch.
+ */
+OMPBATCH_API int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num,
+                                         const void *src, int src_device_num,
+                                         size_t element_size, int num_dims,
+                                         const size_t *volume, const size_t *dst_offsets,
+                                         const size_t *src_offsets,
+                                         const size_t *dst_dimensions,
+                                         const size_t *src_dimensions, uint64_t map_type);
 
 /* Plans the copies added so far and enqueues them on the batch's stream: one driver batch call
  * per sub-batch. Returns before device copies complete (host-backend copies are complete).

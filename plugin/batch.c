@@ -383,6 +383,16 @@ int ob_batch_device_number(const ompbatch_batch *batch)
     return batch->device.number;
 }
 
+int ob_batch_check_open(const ompbatch_batch *batch)
+{
+    return check_open(batch);
+}
+
+size_t ob_batch_added(const ompbatch_batch *batch)
+{
+    return batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+}
+
 /* Every check of an add, with its message; the fast path below sends anything unusual here. */
 static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
                        int src_device_num, size_t bytes, uint64_t map_type)

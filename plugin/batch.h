@@ -28,6 +28,13 @@ void ob_batch_set_label(ompbatch_batch *batch, const char *label);
 /* The OpenMP device number the batch was created for. */
 int ob_batch_device_number(const ompbatch_batch *batch);
 
+/* OMPBATCH_OK for a live batch open for adds; otherwise the error ompbatch_batch_add gives. */
+int ob_batch_check_open(const ompbatch_batch *batch);
+
+/* How many copies were added since the batch was created or reset: the index the next one
+ * takes. The batch must be alive. */
+size_t ob_batch_added(const ompbatch_batch *batch);
+
 /* Drops what the batch learnt about memory and its plan, whatever its state. */
 void ob_batch_forget_memory_now(ompbatch_batch *batch);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ompbatch.h"
+#include "tests/rect_reference.h"
 #include "tests/test_random.h"
 
 extern "C" {
@@ -400,6 +401,129 @@ TEST(OneShot, ReportsTheFailingCopyAndBadArrays)
               ompbatch_target_memcpy_batch(dst, src, one, huge, nullptr, 1, H, H));
     EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
               ompbatch_target_memcpy_batch(dst, src, one, nullptr, nullptr, 1, 4, H));
+}
+
+// ---- rectangular copies ----------------------------------------------------------------------
+
+int add_rect(ompbatch_batch *b, unsigned char *dst, const unsigned char *src, const RectShape &r)
+{
+    return ompbatch_batch_add_rect(b, dst, H, src, H, r.element, r.dims, r.volume.data(),
+                                   r.dst_off.data(), r.src_off.data(), r.dst_dim.data(),
+                                   r.src_dim.data(), 0);
+}
+
+TEST(Rect, RandomRectanglesAreExactAndLeaveTheRestAlone)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x7ec7);
+    for (int trial = 0; trial < 400; trial++) {
+        // Three rectangles in one batch, then one by the one-shot call.
+        RectShape r[3] = {random_rect(rng), random_rect(rng), random_rect(rng)};
+        std::vector<unsigned char> src[3], dst[3], want[3];
+        Batch batch;
+        for (int k = 0; k < 3; k++) {
+            src[k] = random_bytes(r[k].src_bytes(), 100 * trial + k);
+            dst[k] = random_bytes(r[k].dst_bytes(), 100 * trial + k + 50);
+            want[k] = dst[k];
+            rect_reference(r[k], want[k].data(), src[k].data());
+            ASSERT_EQ(OMPBATCH_OK, add_rect(batch.b, dst[k].data(), src[k].data(), r[k]))
+                << ompbatch_last_error();
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        for (int k = 0; k < 3; k++)
+            ASSERT_EQ(want[k], dst[k]) << "trial " << trial << " rect " << k;
+        std::vector<unsigned char> one = random_bytes(r[0].dst_bytes(), 100 * trial + 99);
+        std::vector<unsigned char> one_want = one;
+        rect_reference(r[0], one_want.data(), src[0].data());
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_target_memcpy_rect(one.data(), src[0].data(), r[0].element, r[0].dims,
+                                              r[0].volume.data(), r[0].dst_off.data(),
+                                              r[0].src_off.data(), r[0].dst_dim.data(),
+                                              r[0].src_dim.data(), H, H))
+            << ompbatch_last_error();
+        ASSERT_EQ(one_want, one) << "trial " << trial << " one-shot";
+    }
+}
+
+TEST(Rect, RunsWidenOverDimensionsCopiedWhole)
+{
+    // 4 x 5 x 6 of 8-byte elements of 10 x 5 x 6 arrays: the inner two dimensions whole on
+    // both sides, so the four outer indices follow one another: one run; then the innermost
+    // only partly, so one run per (i, j).
+    std::vector<unsigned char> src = random_bytes(10 * 5 * 6 * 8, 1), dst(10 * 5 * 6 * 8, 0xA5);
+    size_t vol[] = {4, 5, 6}, off0[] = {0, 0, 0}, soff[] = {3, 0, 0}, dim[] = {10, 5, 6};
+    Batch whole;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_rect(whole.b, dst.data(), H, src.data(), H, 8, 3,
+                                                   vol, off0, soff, dim, dim, 0));
+    EXPECT_EQ(1u, whole.stats().copies_added); // rows 3..6 of src follow one another
+    size_t part[] = {4, 5, 5};
+    Batch rows;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_rect(rows.b, dst.data(), H, src.data(), H, 8, 3,
+                                                   part, off0, soff, dim, dim, 0));
+    EXPECT_EQ(20u, rows.stats().copies_added);
+    size_t none[] = {4, 0, 6};
+    Batch empty;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_rect(empty.b, dst.data(), H, src.data(), H, 8, 3,
+                                                   none, off0, soff, dim, dim, 0));
+    EXPECT_EQ(0u, empty.stats().copies_added);
+}
+
+TEST(Rect, BadRectanglesAreRefusedNamingTheRectangleAndTheDimension)
+{
+    unsigned char a[512], b[512];
+    size_t vol[] = {2, 4}, off[] = {0, 6}, zero[] = {0, 0}, dim[] = {4, 8}, nodim[] = {4, 0};
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, b, H, a, H, 8, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2,
+                                                                     vol, zero, off, dim, dim, 0));
+    EXPECT_TRUE(message_has("rect at copy 1: dimension 1: src offset 6 + volume 4 exceeds the "
+                            "src dimension 8"))
+        << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2,
+                                                                     vol, off, zero, dim, dim, 0));
+    EXPECT_TRUE(message_has("dimension 1: dst offset 6")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_rect(batch.b, b, H, a, H, 0, 2, vol, zero, zero, dim, dim, 0));
+    EXPECT_TRUE(message_has("element_size is 0"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 0, vol, zero, zero, dim, dim, 0));
+    EXPECT_TRUE(message_has("num_dims 0 is not from 1 to 16"));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4,
+                                                                     OMPBATCH_RECT_MAX_DIMS + 1,
+                                                                     vol, zero, zero, dim, dim, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2,
+                                                                     vol, zero, zero, nodim, dim,
+                                                                     0));
+    EXPECT_TRUE(message_has("dimension 1: the dst dimension is 0")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, vol,
+                                                                 zero, nullptr, dim, dim, 0));
+    EXPECT_TRUE(message_has("src_offsets is NULL"));
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add_rect(batch.b, nullptr, H, a, H, 4, 2,
+                                                                 vol, zero, zero, dim, dim, 0));
+    EXPECT_TRUE(message_has("rect at copy 1: dst is NULL")) << ompbatch_last_error();
+    size_t huge[] = {SIZE_MAX / 2, 8};
+    size_t huge_vol[] = {1, 1};
+    EXPECT_EQ(OMPBATCH_ERR_OVERFLOW, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, huge_vol,
+                                                             zero, zero, huge, dim, 0));
+    EXPECT_TRUE(message_has("the dst array")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, vol, zero, zero, dim, dim,
+                                      uint64_t(1) << 30));
+    EXPECT_TRUE(message_has("rect at copy 1: copy 1: map_type")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_add_rect(batch.b, b, 7, a, H, 4, 2, vol,
+                                                                   zero, zero, dim, dim, 0));
+    // Nothing of the refused rectangles was added.
+    EXPECT_EQ(1u, batch.stats().copies_added);
+    EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_add_rect(nullptr, b, H, a, H, 4, 2, vol,
+                                                                 zero, zero, dim, dim, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, vol,
+                                                              zero, zero, dim, dim, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_target_memcpy_rect(b, a, 4, 2, vol, zero, zero, dim, dim, H, 9));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_target_memcpy_rect(b, a, 4, 2, vol, zero, off, dim, dim, H, H));
+    EXPECT_TRUE(message_has("rect at copy 0: dimension 1: src offset")) << ompbatch_last_error();
 }
 
 TEST(Threads, BatchesOnDifferentThreadsAreIndependent)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ompbatch.h"
+#include "tests/rect_reference.h"
 #include "tests/test_random.h"
 
 extern "C" {
@@ -219,6 +220,59 @@ TEST_F(FakeDriver, RoundTripsAreExactForEveryFormAndHostKind)
             for (size_t size : {1, 8, 4096})
                 round_trip(kind, 37, size, version + kind * 10 + size);
     }
+}
+
+// Random rectangles host -> device -> host for each host memory kind, and device -> device:
+// the device array starts poisoned, so only the rectangle may change there, and the copy
+// back into a poisoned host array must hold exactly the reference.
+TEST_F(FakeDriver, RectanglesAreExactInEveryDirectionAndMemoryKind)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x4ec7);
+    for (Kind kind : {PAGEABLE, PINNED, MANAGED})
+        for (int trial = 0; trial < 60; trial++) {
+            RectShape r = random_rect(rng, 12);
+            Buffer host(kind, r.src_bytes()), dev(DEVICE, r.dst_bytes()),
+                dev2(DEVICE, r.dst_bytes()), back(kind, r.dst_bytes());
+            host.fill(1000 * kind + trial);
+            dev.fill(2000 * kind + trial);
+            dev2.fill(3000 * kind + trial);
+            back.fill(4000 * kind + trial);
+            std::vector<unsigned char> want_dev(dev.ptr, dev.ptr + r.dst_bytes());
+            rect_reference(r, want_dev.data(), host.ptr);
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_target_memcpy_rect(dev.ptr, host.ptr, r.element, r.dims,
+                                                  r.volume.data(), r.dst_off.data(),
+                                                  r.src_off.data(), r.dst_dim.data(),
+                                                  r.src_dim.data(), 0, H))
+                << ompbatch_last_error();
+            ASSERT_EQ(0, std::memcmp(dev.ptr, want_dev.data(), r.dst_bytes()))
+                << "host to device, kind " << kind << ", trial " << trial;
+            // Device to device and device to host: the same geometry within dst-shaped arrays.
+            RectShape same = r;
+            same.src_dim = r.dst_dim;
+            same.src_off = r.dst_off;
+            std::vector<unsigned char> want2(dev2.ptr, dev2.ptr + r.dst_bytes());
+            rect_reference(same, want2.data(), dev.ptr);
+            std::vector<unsigned char> want_back(back.ptr, back.ptr + r.dst_bytes());
+            rect_reference(same, want_back.data(), dev.ptr);
+            Batch both;
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_rect(
+                                       both.b, dev2.ptr, 0, dev.ptr, 0, same.element, same.dims,
+                                       same.volume.data(), same.dst_off.data(),
+                                       same.src_off.data(), same.dst_dim.data(),
+                                       same.src_dim.data(), 0));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add_rect(
+                                       both.b, back.ptr, H, dev.ptr, 0, same.element, same.dims,
+                                       same.volume.data(), same.dst_off.data(),
+                                       same.src_off.data(), same.dst_dim.data(),
+                                       same.src_dim.data(), OMPBATCH_MAP_FROM));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(both.b)) << ompbatch_last_error();
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(both.b)) << ompbatch_last_error();
+            ASSERT_EQ(0, std::memcmp(dev2.ptr, want2.data(), r.dst_bytes()))
+                << "device to device, trial " << trial;
+            ASSERT_EQ(0, std::memcmp(back.ptr, want_back.data(), r.dst_bytes()))
+                << "device to host, kind " << kind << ", trial " << trial;
+        }
 }
 
 TEST_F(FakeDriver, NothingIsReadBeforeTheWait)
