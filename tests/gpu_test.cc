@@ -28,6 +28,7 @@
 
 #include "ompbatch.h"
 #include "tests/harness/harness.h"
+#include "tests/rect_reference.h"
 
 extern "C" {
 #include "plugin/config.h"
@@ -744,6 +745,61 @@ TEST_F(GpuTest, HarnessRoundTripsAndPoisonsEveryMemoryKind)
         EXPECT_EQ(harness_compare_buffer(poison.data(), buffer.Raw(), poison.size(), nullptr), 0)
             << harness_last_error();
     }
+}
+
+// ---- rectangles ------------------------------------------------------------------------------
+
+// Random rectangles between every pair of memory kinds (host kinds, device, managed), by the
+// one-shot call and by a batch of several: the destination is poisoned first and must end as
+// the element-by-element reference, gaps included.
+TEST_F(GpuTest, RectanglesAreExactBetweenEveryPairOfMemoryKinds)
+{
+    const harness_mem_kind kinds[] = {HARNESS_MEM_PAGEABLE, HARNESS_MEM_PINNED,
+                                      HARNESS_MEM_DEVICE, HARNESS_MEM_MANAGED};
+    std::mt19937_64 rng(seed_ ^ 0x4ec7);
+    for (harness_mem_kind from : kinds)
+        for (harness_mem_kind to : kinds)
+            for (int trial = 0; trial < 6; trial++) {
+                SCOPED_TRACE(std::string(harness_mem_kind_name(from)) + " to " +
+                             harness_mem_kind_name(to) + ", trial " + std::to_string(trial));
+                RectShape r = random_rect(rng, 40);
+                Buffer src("src"), dst("dst");
+                ASSERT_TRUE(src.Alloc(from, r.src_bytes()));
+                ASSERT_TRUE(dst.Alloc(to, r.dst_bytes()));
+                std::vector<uint8_t> image(r.src_bytes()), want(r.dst_bytes(), kPoison),
+                    got(r.dst_bytes());
+                harness_fill_random(&rng_, image.data(), image.size());
+                ASSERT_EQ(harness_write(src.Raw(), 0, image.data(), image.size()), 0)
+                    << harness_last_error();
+                ASSERT_EQ(harness_poison(dst.Raw(), kPoison), 0) << harness_last_error();
+                rect_reference(r, want.data(), image.data());
+                int status;
+                if (trial % 2 == 0) {
+                    status = ompbatch_target_memcpy_rect(
+                        dst.At(0), src.At(0), r.element, r.dims, r.volume.data(),
+                        r.dst_off.data(), r.src_off.data(), r.dst_dim.data(), r.src_dim.data(),
+                        dst.DeviceNum(), src.DeviceNum());
+                } else {
+                    ompbatch_batch *batch = nullptr;
+                    ASSERT_EQ(ompbatch_batch_create(&batch, kDevice, nullptr, nullptr),
+                              OMPBATCH_OK)
+                        << ompbatch_last_error();
+                    status = ompbatch_batch_add_rect(batch, dst.At(0), dst.DeviceNum(),
+                                                     src.At(0), src.DeviceNum(), r.element,
+                                                     r.dims, r.volume.data(), r.dst_off.data(),
+                                                     r.src_off.data(), r.dst_dim.data(),
+                                                     r.src_dim.data(), 0);
+                    if (status == OMPBATCH_OK)
+                        status = ompbatch_batch_submit(batch);
+                    if (status == OMPBATCH_OK)
+                        status = ompbatch_batch_wait(batch);
+                    EXPECT_EQ(ompbatch_batch_destroy(batch), OMPBATCH_OK);
+                }
+                ASSERT_EQ(status, OMPBATCH_OK) << ompbatch_last_error();
+                ASSERT_EQ(harness_read(dst.Raw(), 0, got.data(), got.size()), 0)
+                    << harness_last_error();
+                ASSERT_EQ(got, want);
+            }
 }
 
 // ---- every direction x host memory kind x piece count and size --------------------------------

@@ -9,7 +9,7 @@
 #   2. the hook's allocation-failure test (CUDA paths: staging, batches handed back);
 #   3. NVTX: the hooked maps_basic under a recording NVTX tool (tests/nvtx), its batches must
 #      appear as named ranges;
-#   4. the stencil example (hook off and on, checked against a host reference);
+#   4. the stencil and halo examples (hook off and on, checked against a host reference);
 #   5. the hook benchmark, --json into $OUT (when set) or the current directory.
 # Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
 # usage: run_omp_pack.sh [--bench-args "ARGS"]   (default "--reps 10")
@@ -65,6 +65,12 @@ if [ -x "$here/bin/stencil_nvptx" ]; then
     rc=$?
     cat "$out/stencil.log"
     record $rc stencil
+fi
+if [ -x "$here/bin/halo_nvptx" ]; then
+    OMPBATCH_STATS=1 "$here/bin/halo_nvptx" >"$out/halo.log" 2>&1
+    rc=$?
+    cat "$out/halo.log"
+    record $rc halo
 fi
 if [ -x "$here/bin/hook_bench_nvptx" ]; then
     # shellcheck disable=SC2086
