@@ -92,6 +92,9 @@ module ompbatch
     ! omp_initial_device. omp_get_initial_device() is accepted too.
     integer(c_int), parameter, public :: OMPBATCH_HOST_DEVICE = -1
 
+    ! The most dimensions of a rectangular copy (ompbatch_batch_add_rect).
+    integer(c_int), parameter, public :: OMPBATCH_RECT_MAX_DIMS = 16
+
     ! ---- Driver report (ompbatch_batch_form) ---------------------------------------------------
 
     integer(c_int), parameter, public :: OMPBATCH_FORM_NONE = 0
@@ -193,7 +196,9 @@ module ompbatch
     public :: ompbatch_version
     public :: ompbatch_err_name_c, ompbatch_strerror_c, ompbatch_last_error_c
     public :: ompbatch_get_driver_info, ompbatch_target_memcpy_batch
+    public :: ompbatch_target_memcpy_rect
     public :: ompbatch_batch_create, ompbatch_batch_add, ompbatch_batch_add_mapped
+    public :: ompbatch_batch_add_rect
     public :: ompbatch_batch_submit, ompbatch_batch_wait, ompbatch_batch_reset
     public :: ompbatch_batch_forget_memory, ompbatch_batch_destroy
     public :: ompbatch_batch_get_stats, ompbatch_batch_describe
@@ -251,6 +256,27 @@ module ompbatch
             integer(c_int) :: ompbatch_target_memcpy_batch
         end function ompbatch_target_memcpy_batch
 
+        ! The arrays describe dimensions outermost first, as in C: a Fortran array a(nx, ny)
+        ! is dimensions [ny, nx], and its offsets are zero-based.
+        function ompbatch_target_memcpy_rect(dst, src, element_size, num_dims, volume, &
+                                             dst_offsets, src_offsets, dst_dimensions, &
+                                             src_dimensions, dst_device_num, src_device_num) &
+            bind(C, name="ompbatch_target_memcpy_rect")
+            import :: c_int, c_size_t, c_ptr
+            type(c_ptr), value :: dst
+            type(c_ptr), value :: src
+            integer(c_size_t), value :: element_size
+            integer(c_int), value :: num_dims
+            integer(c_size_t), intent(in) :: volume(*)
+            integer(c_size_t), intent(in) :: dst_offsets(*)
+            integer(c_size_t), intent(in) :: src_offsets(*)
+            integer(c_size_t), intent(in) :: dst_dimensions(*)
+            integer(c_size_t), intent(in) :: src_dimensions(*)
+            integer(c_int), value :: dst_device_num
+            integer(c_int), value :: src_device_num
+            integer(c_int) :: ompbatch_target_memcpy_rect
+        end function ompbatch_target_memcpy_rect
+
         ! stream: a CUstream as c_ptr, or c_null_ptr for the library's own stream. options
         ! absent: the defaults.
         function ompbatch_batch_create(out, device_num, stream, options) &
@@ -275,6 +301,28 @@ module ompbatch
             integer(c_int64_t), value :: map_type
             integer(c_int) :: ompbatch_batch_add
         end function ompbatch_batch_add
+
+        ! Dimensions outermost first, offsets zero-based (see ompbatch_target_memcpy_rect).
+        function ompbatch_batch_add_rect(batch, dst, dst_device_num, src, src_device_num, &
+                                         element_size, num_dims, volume, dst_offsets, &
+                                         src_offsets, dst_dimensions, src_dimensions, map_type) &
+            bind(C, name="ompbatch_batch_add_rect")
+            import :: c_int, c_int64_t, c_size_t, c_ptr
+            type(c_ptr), value :: batch
+            type(c_ptr), value :: dst
+            integer(c_int), value :: dst_device_num
+            type(c_ptr), value :: src
+            integer(c_int), value :: src_device_num
+            integer(c_size_t), value :: element_size
+            integer(c_int), value :: num_dims
+            integer(c_size_t), intent(in) :: volume(*)
+            integer(c_size_t), intent(in) :: dst_offsets(*)
+            integer(c_size_t), intent(in) :: src_offsets(*)
+            integer(c_size_t), intent(in) :: dst_dimensions(*)
+            integer(c_size_t), intent(in) :: src_dimensions(*)
+            integer(c_int64_t), value :: map_type
+            integer(c_int) :: ompbatch_batch_add_rect
+        end function ompbatch_batch_add_rect
 
         function ompbatch_batch_add_mapped(batch, host_ptr, bytes, map_type) &
             bind(C, name="ompbatch_batch_add_mapped")

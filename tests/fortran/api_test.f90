@@ -22,6 +22,7 @@ program api_test
     call test_dependent_copies_follow_add_order()
     call test_options_merge_and_refill()
     call test_one_shot()
+    call test_rectangles()
     call test_errors_name_the_argument()
     call test_destroyed_batch()
     call test_hook_controls()
@@ -329,6 +330,63 @@ contains
     end subroutine test_one_shot
 
     ! NULL or bad arguments return the right status, and ompbatch_last_error() names them.
+    ! A block of a Fortran array a(nx, ny) into b(mx, my): C's dimensions are outermost first,
+    ! so [ny, nx], with zero-based offsets. Random bytes, a poisoned destination, the reference
+    ! as Fortran array sections; by the one-shot call and by a batch.
+    subroutine test_rectangles()
+        integer, parameter :: nx = 13, ny = 9, mx = 7, my = 11
+        integer(c_int8_t), allocatable, target :: a(:, :), b(:, :)
+        integer(c_int8_t), allocatable :: expected(:, :), flat(:)
+        integer(c_size_t) :: volume(2), dst_offsets(2), src_offsets(2), dst_dims(2), src_dims(2)
+        integer :: round, vx, vy, ax, ay, bx, by
+        type(c_ptr) :: batch
+
+        allocate (a(nx, ny), b(mx, my), expected(mx, my), flat(nx * ny))
+        do round = 1, 4
+            call random_bytes(flat)
+            a = reshape(flat, [nx, ny])
+            b = POISON
+            vx = 1 + random_below(mx)
+            vy = 1 + random_below(ny)
+            ax = random_below(nx - vx + 1)
+            ay = random_below(ny - vy + 1)
+            bx = random_below(mx - vx + 1)
+            by = random_below(my - vy + 1)
+            expected = POISON
+            expected(bx + 1:bx + vx, by + 1:by + vy) = a(ax + 1:ax + vx, ay + 1:ay + vy)
+            volume = [int(vy, c_size_t), int(vx, c_size_t)]
+            dst_offsets = [int(by, c_size_t), int(bx, c_size_t)]
+            src_offsets = [int(ay, c_size_t), int(ax, c_size_t)]
+            dst_dims = [int(my, c_size_t), int(mx, c_size_t)]
+            src_dims = [int(ny, c_size_t), int(nx, c_size_t)]
+            if (mod(round, 2) == 1) then
+                call expect_status(ompbatch_target_memcpy_rect(c_loc(b), c_loc(a), 1_c_size_t, &
+                                                               2_c_int, volume, dst_offsets, &
+                                                               src_offsets, dst_dims, &
+                                                               src_dims, H, H), &
+                                   OMPBATCH_OK, 'one-shot rectangle')
+            else
+                batch = new_batch()
+                call expect_status(ompbatch_batch_add_rect(batch, c_loc(b), H, c_loc(a), H, &
+                                                           1_c_size_t, 2_c_int, volume, &
+                                                           dst_offsets, src_offsets, dst_dims, &
+                                                           src_dims, 0_c_int64_t), &
+                                   OMPBATCH_OK, 'ompbatch_batch_add_rect')
+                call expect_status(ompbatch_batch_submit(batch), OMPBATCH_OK, 'rectangle submit')
+                call expect_status(ompbatch_batch_destroy(batch), OMPBATCH_OK, &
+                                   'rectangle destroy')
+            end if
+            call expect_bytes(reshape(b, [mx * my]), reshape(expected, [mx * my]), 'rectangle')
+        end do
+        ! The message names the rectangle and the dimension (C's numbering).
+        src_offsets = [int(ny, c_size_t), 0_c_size_t]
+        call expect_status(ompbatch_target_memcpy_rect(c_loc(b), c_loc(a), 1_c_size_t, 2_c_int, &
+                                                       volume, dst_offsets, src_offsets, &
+                                                       dst_dims, src_dims, H, H), &
+                           OMPBATCH_ERR_INVALID_ARGUMENT, 'a rectangle past its array')
+        call expect_message('rect at copy 0: dimension 0: src offset', 'a rectangle past its array')
+    end subroutine test_rectangles
+
     subroutine test_errors_name_the_argument()
         integer(c_int8_t), target :: a(64), b(64)
         type(c_ptr) :: batch, other, dsts(2), srcs(2)
