@@ -67,7 +67,7 @@ typedef struct item {
     int was_mirrored;   /* end: a mirrored entry holds it */
     uintptr_t device;   /* device address of begin, for the hook's copy */
     size_t staging;     /* end: offset of its bytes in the staging buffer */
-    ob_pieces pieces;   /* update: a non-contiguous item's pieces, offsets from its base */
+    ob_strided_pieces pieces;   /* update: a non-contiguous item's pieces, offsets from its base */
     int strided;        /* update: a non-contiguous item the hook read */
     uintptr_t base;     /* update: a non-contiguous item's base, where its pieces start */
 } item;
@@ -214,7 +214,7 @@ static int mark_overlaps(item *items, int32_t count)
                 continue;
             }
             for (size_t k = 0; k < it->pieces.count; k++) {
-                const ob_piece *p = &it->pieces.at[k];
+                const ob_strided_piece *p = &it->pieces.at[k];
                 if (p->size > 0)
                     spans[m++] = (span){it->base + (uintptr_t)p->offset,
                                         it->base + (uintptr_t)(p->offset + p->size), it};
@@ -238,11 +238,11 @@ static void plan_strided(const ob_map_args *a, int32_t i, item *it)
 {
     const ob_non_contig *d = a->begins[i];
     int64_t dims = a->sizes[i];
-    ob_pieces runtime, spec;
+    ob_strided_pieces runtime, spec;
     if (ob_pieces_runtime(d, dims, OB_STRIDED_MAX_PIECES, &runtime) != OB_PIECES_OK)
         return;
     ob_pieces_status spec_status = ob_pieces_spec(d, dims, OB_STRIDED_MAX_PIECES, &spec);
-    ob_pieces chosen = runtime;
+    ob_strided_pieces chosen = runtime;
     if (ob_config_get()->strided == OB_STRIDED_SPEC) {
         ob_pieces_free(&runtime);
         if (spec_status != OB_PIECES_OK)
@@ -251,10 +251,10 @@ static void plan_strided(const ob_map_args *a, int32_t i, item *it)
     } else {
         int same = 0;
         if (spec_status == OB_PIECES_OK) {
-            ob_pieces copy = {ob_malloc((runtime.count + 1) * sizeof(ob_piece)), runtime.count};
+            ob_strided_pieces copy = {ob_malloc((runtime.count + 1) * sizeof(ob_strided_piece)), runtime.count};
             if (copy.at != NULL) {
                 if (runtime.count > 0)
-                    memcpy(copy.at, runtime.at, runtime.count * sizeof(ob_piece));
+                    memcpy(copy.at, runtime.at, runtime.count * sizeof(ob_strided_piece));
                 same = ob_pieces_same_bytes(&copy, &spec);
             }
             ob_pieces_free(&copy);
@@ -560,7 +560,7 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
     uintptr_t base = (uintptr_t)a->bases[i];
     size_t n = 0;
     for (size_t k = 0; k < it->pieces.count; k++) {
-        const ob_piece *p = &it->pieces.at[k];
+        const ob_strided_piece *p = &it->pieces.at[k];
         if (p->size == 0)
             continue;
         uintptr_t host = base + (uintptr_t)p->offset;

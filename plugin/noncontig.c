@@ -43,7 +43,7 @@ typedef struct walk_dim {
  * the dimensions' offsets plus `extra`, of `size` bytes. The caller has checked the count;
  * offsets are checked here. */
 static ob_pieces_status walk(const walk_dim *w, int n, uint64_t extra, uint64_t size,
-                             size_t total, ob_pieces *out)
+                             size_t total, ob_strided_pieces *out)
 {
     out->at = NULL;
     out->count = 0;
@@ -67,7 +67,7 @@ static ob_pieces_status walk(const walk_dim *w, int n, uint64_t extra, uint64_t 
         uint64_t offset = extra;
         for (int k = 0; k < n; k++)
             offset += w[k].first + index[k] * w[k].step;
-        out->at[p] = (ob_piece){offset, size};
+        out->at[p] = (ob_strided_piece){offset, size};
         for (int k = n - 1; k >= 0; k--) {
             if (++index[k] < w[k].count)
                 break;
@@ -79,7 +79,7 @@ static ob_pieces_status walk(const walk_dim *w, int n, uint64_t extra, uint64_t 
 }
 
 ob_pieces_status ob_pieces_runtime(const ob_non_contig *d, int64_t dims, size_t limit,
-                                   ob_pieces *out)
+                                   ob_strided_pieces *out)
 {
     out->at = NULL;
     out->count = 0;
@@ -114,7 +114,7 @@ ob_pieces_status ob_pieces_runtime(const ob_non_contig *d, int64_t dims, size_t 
 }
 
 ob_pieces_status ob_pieces_spec(const ob_non_contig *d, int64_t dims, size_t limit,
-                                ob_pieces *out)
+                                ob_strided_pieces *out)
 {
     out->at = NULL;
     out->count = 0;
@@ -160,18 +160,18 @@ ob_pieces_status ob_pieces_spec(const ob_non_contig *d, int64_t dims, size_t lim
 
 static int by_offset(const void *x, const void *y)
 {
-    const ob_piece *a = x, *b = y;
+    const ob_strided_piece *a = x, *b = y;
     return (a->offset > b->offset) - (a->offset < b->offset);
 }
 
-void ob_pieces_normalize(ob_pieces *p)
+void ob_pieces_normalize(ob_strided_pieces *p)
 {
     if (p->count == 0)
         return;
     qsort(p->at, p->count, sizeof(*p->at), by_offset);
     size_t n = 0;
     for (size_t k = 0; k < p->count; k++) {
-        const ob_piece *c = &p->at[k];
+        const ob_strided_piece *c = &p->at[k];
         if (c->size == 0)
             continue;
         if (n > 0 && c->offset <= p->at[n - 1].offset + p->at[n - 1].size) {
@@ -185,7 +185,7 @@ void ob_pieces_normalize(ob_pieces *p)
     p->count = n;
 }
 
-int ob_pieces_same_bytes(ob_pieces *a, ob_pieces *b)
+int ob_pieces_same_bytes(ob_strided_pieces *a, ob_strided_pieces *b)
 {
     ob_pieces_normalize(a);
     ob_pieces_normalize(b);
@@ -193,7 +193,7 @@ int ob_pieces_same_bytes(ob_pieces *a, ob_pieces *b)
            (a->count == 0 || memcmp(a->at, b->at, a->count * sizeof(*a->at)) == 0);
 }
 
-void ob_pieces_free(ob_pieces *p)
+void ob_pieces_free(ob_strided_pieces *p)
 {
     free(p->at);
     p->at = NULL;

@@ -23,15 +23,15 @@
 /* Descriptors beyond this many dimensions are not read: no compiler emits them. */
 #define OB_PIECES_MAX_DIMS 32
 
-typedef struct ob_piece {
+typedef struct ob_strided_piece {
     uint64_t offset; /* from the item's base */
     uint64_t size;
-} ob_piece;
+} ob_strided_piece;
 
-typedef struct ob_pieces {
-    ob_piece *at;
+typedef struct ob_strided_pieces {
+    ob_strided_piece *at;
     size_t count;
-} ob_pieces;
+} ob_strided_pieces;
 
 typedef enum ob_pieces_status {
     OB_PIECES_OK = 0,
@@ -44,19 +44,19 @@ typedef enum ob_pieces_status {
 /* libomptarget 16's pieces for d[0..dims), in its order. On success *out holds them (count 0
  * and no allocation when there are none); free with ob_pieces_free. */
 ob_pieces_status ob_pieces_runtime(const ob_non_contig *d, int64_t dims, size_t limit,
-                                   ob_pieces *out);
+                                   ob_strided_pieces *out);
 
 /* The specification's pieces for d[0..dims), outermost index first. */
 ob_pieces_status ob_pieces_spec(const ob_non_contig *d, int64_t dims, size_t limit,
-                                ob_pieces *out);
+                                ob_strided_pieces *out);
 
 /* Whether two lists cover the same bytes. Sorts and merges both in place (adjacent and
  * overlapping pieces become one), so each afterwards lists its bytes in increasing order. */
-int ob_pieces_same_bytes(ob_pieces *a, ob_pieces *b);
+int ob_pieces_same_bytes(ob_strided_pieces *a, ob_strided_pieces *b);
 
 /* Sorts by offset and merges adjacent or overlapping pieces. */
-void ob_pieces_normalize(ob_pieces *p);
+void ob_pieces_normalize(ob_strided_pieces *p);
 
-void ob_pieces_free(ob_pieces *p);
+void ob_pieces_free(ob_strided_pieces *p);
 
 #endif

@@ -80,7 +80,7 @@ std::set<uint64_t> spec_reference_bytes(const Desc &d)
     }
 }
 
-std::set<uint64_t> bytes_of(const ob_pieces &p)
+std::set<uint64_t> bytes_of(const ob_strided_pieces &p)
 {
     std::set<uint64_t> bytes;
     for (size_t k = 0; k < p.count; k++)
@@ -89,7 +89,7 @@ std::set<uint64_t> bytes_of(const ob_pieces &p)
     return bytes;
 }
 
-std::vector<Piece> pieces_of(const ob_pieces &p)
+std::vector<Piece> pieces_of(const ob_strided_pieces &p)
 {
     std::vector<Piece> v;
     for (size_t k = 0; k < p.count; k++)
@@ -132,7 +132,7 @@ TEST(NonContig, RuntimeListMatchesTheRuntimesProcedure)
             for (int k = 0; k < n; k++)
                 d.push_back({rng() % 4, rng() % 4, rng() % 3 == 0 ? 8 : 1 + rng() % 64});
         }
-        ob_pieces got;
+        ob_strided_pieces got;
         ASSERT_EQ(ob_pieces_runtime(d.data(), static_cast<int64_t>(d.size()), 1 << 20, &got),
                   OB_PIECES_OK);
         EXPECT_EQ(pieces_of(got), runtime_reference(d)) << "trial " << trial;
@@ -145,7 +145,7 @@ TEST(NonContig, SpecListHoldsEveryElementOnce)
     std::mt19937_64 rng(test_seed() ^ 0x52);
     for (int trial = 0; trial < 20000; trial++) {
         Desc d = clang_like(rng, 1 + static_cast<int>(rng() % 4));
-        ob_pieces got;
+        ob_strided_pieces got;
         ASSERT_EQ(ob_pieces_spec(d.data(), static_cast<int64_t>(d.size()), 1 << 20, &got),
                   OB_PIECES_OK);
         std::set<uint64_t> want = spec_reference_bytes(d);
@@ -184,7 +184,7 @@ std::vector<Shape> shapes()
 TEST(NonContig, HaloShapesAreBatchedExactlyWhereTheRuntimeFollowsTheSpecification)
 {
     for (Shape &s : shapes()) {
-        ob_pieces runtime, spec;
+        ob_strided_pieces runtime, spec;
         ASSERT_EQ(ob_pieces_runtime(s.d.data(), static_cast<int64_t>(s.d.size()), 4096,
                                     &runtime),
                   OB_PIECES_OK);
@@ -201,7 +201,7 @@ TEST(NonContig, TheRuntimesKnownDefects)
 {
     // A sub-block copies one element per row: the size is the last descriptor's.
     Desc block = {{1, 3, 80}, {2, 4, 8}, {0, 1, 8}};
-    ob_pieces p;
+    ob_strided_pieces p;
     ASSERT_EQ(ob_pieces_runtime(block.data(), 3, 64, &p), OB_PIECES_OK);
     EXPECT_EQ(pieces_of(p), (std::vector<Piece>{{96, 8}, {176, 8}, {256, 8}}));
     ob_pieces_free(&p);
@@ -214,7 +214,7 @@ TEST(NonContig, TheRuntimesKnownDefects)
 
 TEST(NonContig, EmptyAndRefusedDescriptors)
 {
-    ob_pieces p;
+    ob_strided_pieces p;
     Desc empty_rows = {{0, 0, 80}, {1, 1, 8}, {0, 1, 8}};
     EXPECT_EQ(ob_pieces_runtime(empty_rows.data(), 3, 64, &p), OB_PIECES_OK);
     EXPECT_EQ(p.count, 0u);
