@@ -92,8 +92,10 @@ module ompbatch
     ! omp_initial_device. omp_get_initial_device() is accepted too.
     integer(c_int), parameter, public :: OMPBATCH_HOST_DEVICE = -1
 
-    ! The most dimensions of a rectangular copy (ompbatch_batch_add_rect).
+    ! The most dimensions of a rectangular copy, and the most runs it may become
+    ! (ompbatch_batch_add_rect).
     integer(c_int), parameter, public :: OMPBATCH_RECT_MAX_DIMS = 16
+    integer(c_int), parameter, public :: OMPBATCH_RECT_MAX_RUNS = 16777216
 
     ! ---- Driver report (ompbatch_batch_form) ---------------------------------------------------
 

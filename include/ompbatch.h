@@ -246,8 +246,10 @@ OMPBATCH_API int ompbatch_target_memcpy_batch(void *const *dst, const void *cons
                                               const size_t *src_offset, size_t count,
                                               int dst_device_num, int src_device_num);
 
-/* The most dimensions a rectangular copy may have (ompbatch_batch_add_rect). */
+/* The most dimensions a rectangular copy may have, and the most contiguous runs it may
+ * become (ompbatch_batch_add_rect). */
 #define OMPBATCH_RECT_MAX_DIMS 16
+#define OMPBATCH_RECT_MAX_RUNS (1 << 24)
 
 /* Copies one rectangular sub-volume, as omp_target_memcpy_rect does: volume[d] elements of
  * element_size bytes in each dimension d (outermost first) of a num_dims-dimensional array,
@@ -445,7 +447,8 @@ OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr
  *   OMPBATCH_ERR_BAD_STATE         the batch was submitted or destroyed;
  *   OMPBATCH_ERR_INVALID_ARGUMENT  batch is not a batch; element_size is 0; num_dims is out of
  *                                  range; a dimension is 0, or an offset plus the volume
- *                                  exceeds a dimension; map_type has an unknown bit;
+ *                                  exceeds a dimension; the rectangle would be more than
+ *                                  OMPBATCH_RECT_MAX_RUNS runs; map_type has an unknown bit;
  *   OMPBATCH_ERR_OVERFLOW          an array's size overflows, or it wraps the address space
  *                                  from its pointer;
  *   OMPBATCH_ERR_INVALID_DEVICE, OMPBATCH_ERR_UNSUPPORTED  as in ompbatch_batch_add (nothing is

@@ -102,6 +102,15 @@ int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num
         walked--;
         run *= volume[walked];
     }
+    uint64_t count = 1;
+    for (int d = 0; d < walked; d++) {
+        count *= volume[d]; /* each volume[d] <= its dimension, whose product fits */
+        if (count > OMPBATCH_RECT_MAX_RUNS)
+            return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                           "%s: more than %d contiguous runs (dimensions 0 to %d); add the "
+                           "rectangle in parts",
+                           rect, OMPBATCH_RECT_MAX_RUNS, walked - 1);
+    }
     /* Dimensions [0, walked) are walked index by index, dimension `walked` starts each run. */
     uint64_t index[OMPBATCH_RECT_MAX_DIMS] = {0};
     for (;;) {

@@ -506,6 +506,15 @@ TEST(Rect, BadRectanglesAreRefusedNamingTheRectangleAndTheDimension)
     EXPECT_EQ(OMPBATCH_ERR_OVERFLOW, ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, huge_vol,
                                                              zero, zero, huge, dim, 0));
     EXPECT_TRUE(message_has("the dst array")) << ompbatch_last_error();
+    // 2^25 runs of one byte, inside arrays that fit: refused before the batch grows.
+    size_t wide[] = {size_t(1) << 13, size_t(1) << 12, 2}, wide_vol[] = {size_t(1) << 13,
+                                                                         size_t(1) << 12, 1};
+    size_t zero3[] = {0, 0, 0};
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_rect(batch.b, b, H, a, H, 1, 3, wide_vol, zero3, zero3, wide,
+                                      wide, 0));
+    EXPECT_TRUE(message_has("more than 16777216 contiguous runs (dimensions 0 to 1)"))
+        << ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
               ompbatch_batch_add_rect(batch.b, b, H, a, H, 4, 2, vol, zero, zero, dim, dim,
                                       uint64_t(1) << 30));
