@@ -10,7 +10,10 @@
  *             runtime without `present`), mixed in one call with a good item;
  *   zero      zero-length items beside good ones;
  *   repeated  the same item twice in one call, and two items overlapping each other;
- *   both      every item of an update both `to` and `from` (libomptarget copies from, then to).
+ *   both      every item of an update both `to` and `from` (libomptarget copies from, then to);
+ *   strided   non-contiguous items made by hand: one whose outer stride is 0 (the same piece
+ *             three times), and one whose last piece runs past the end of its mapping (which
+ *             libomptarget skips, so the hook must leave the item to it).
  * Usage: odd_calls <seed>
  */
 #include "hook_test.h"
@@ -26,6 +29,7 @@ void __tgt_target_data_update_mapper(void *loc, int64_t device_id, int32_t arg_n
                                      int64_t *arg_types, void **arg_names, void **arg_mappers);
 
 enum { MAP_TO = 0x1, MAP_FROM = 0x2, ODD_BIT = 1 << 20, N = 6 };
+#define NON_CONTIG ((int64_t)1 << 44)
 
 static void update(int64_t dev, int32_t n, void **begins, int64_t *sizes, int64_t *types,
                    void **mappers)
@@ -154,6 +158,28 @@ int main(int argc, char **argv)
         update(dev, N - 1, begins, sizes, both, NULL);
         for (int i = 0; i < N - 1; i++)
             ht_buf_expect(&b[i], 0, b[i].n, "both: update to and from");
+    }
+
+    /* strided: {offset, count, stride} per dimension, outermost first, then {0, 1, element}. */
+    {
+        typedef struct { uint64_t offset, count, stride; } dim;
+        uint64_t n1 = b[1].n;
+        dim repeat[3] = {{0, 3, 0}, {1, 1, 8}, {0, 1, 8}};        /* bytes [8, 16), thrice */
+        dim past_end[3] = {{0, 2, n1 - 4}, {0, 1, 8}, {0, 1, 8}}; /* [0, 8) and [n-4, n+4) */
+        void *descs[2] = {repeat, past_end};
+        void *bases[2] = {b[0].p, b[1].p};
+        int64_t counts[2] = {3, 3};
+        int64_t types[2] = {MAP_TO | NON_CONTIG, MAP_FROM | NON_CONTIG};
+        ht_buf_host_new(&b[0], 0, b[0].n, 1300);
+        ht_buf_copied_to(&b[0], 8, 8);
+        __tgt_target_data_update_mapper(NULL, dev, 1, bases, descs, counts, types, NULL, NULL);
+        ht_buf_expect(&b[0], 0, b[0].n, "strided: one piece three times");
+        ht_buf_scramble(&b[1], 0, b[1].n, 1301);
+        ht_buf_poison(&b[1], 1302);
+        ht_buf_copied_from(&b[1], 0, 8); /* the piece past the end is skipped */
+        __tgt_target_data_update_mapper(NULL, dev, 1, bases + 1, descs + 1, counts + 1,
+                                        types + 1, NULL, NULL);
+        ht_buf_expect(&b[1], 0, b[1].n, "strided: a piece past the end of the mapping");
     }
 
     __tgt_target_data_end_mapper(NULL, dev, N - 1, begins, begins, sizes, from, NULL, NULL);
