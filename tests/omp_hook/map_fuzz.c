@@ -6,7 +6,8 @@
  * ompx_hold on regions)
  * over random sections of arrays of random sizes, some plain heap arrays, some reached through
  * global pointers (PTR_AND_OBJ maps), some through pointer members of global structs (a
- * combined struct entry, the member and its PTR_AND_OBJ object in every construct). The program keeps a model of which sections are mapped
+ * combined struct entry, the member and its PTR_AND_OBJ object in every construct), and strided
+ * updates (columns, a sub-block, strides) over whatever part of a plain array is mapped. The program keeps a model of which sections are mapped
  * with which counts only to stay clear of constructs the runtime rejects (an explicit section
  * that extends a mapping aborts the program); what happens to the bytes is the runtime's, and
  * compare.sh checks that the hooked runs print exactly what the plain run prints: after every
@@ -202,6 +203,28 @@ ARRAY_OPS(held_b, hold_b.q)
 
 MAPPER_OPS(mapped_a, hold_a)
 MAPPER_OPS(mapped_b, hold_b)
+
+/* Strided updates of a plain array seen as rows of STRIDED_COLS bytes (constant bounds:
+ * clang 16 describes a section as non-contiguous only then): a column, a strided column, a
+ * sub-block (which libomptarget copies one byte a row of) and an inner stride, over the first
+ * STRIDED_SPAN bytes, whatever of them is mapped. */
+#define STRIDED_COLS 16
+#define STRIDED_SPAN (8 * STRIDED_COLS)
+
+static void update_strided(unsigned char *p, int variant, int to)
+{
+    unsigned char(*g)[STRIDED_COLS] = (unsigned char(*)[STRIDED_COLS])(void *)p;
+    switch (variant * 2 + to) {
+    case 0: PRAGMA(omp target update from(g[0:8][3:1])) break;
+    case 1: PRAGMA(omp target update to(g[0:8][3:1])) break;
+    case 2: PRAGMA(omp target update from(g[0:4:2][15:1])) break;
+    case 3: PRAGMA(omp target update to(g[0:4:2][15:1])) break;
+    case 4: PRAGMA(omp target update from(g[2:6][0:5])) break;
+    case 5: PRAGMA(omp target update to(g[2:6][0:5])) break;
+    case 6: PRAGMA(omp target update from(g[1:7][4:6:2])) break;
+    default: PRAGMA(omp target update to(g[1:7][4:6:2])) break;
+    }
+}
 
 typedef void (*array_op)(unsigned char *p, size_t lo, size_t len, int how);
 typedef void (*data_op)(unsigned char *p, size_t lo, size_t len, int how, int inner, int depth);
@@ -495,6 +518,15 @@ static void one_construct(int depth)
     case 5:
     case 6: { /* update: inside, partly inside or outside the mapping (the last two: nothing) */
         int to = (int)pick(2);
+        if (k < PLAIN_ARRAYS && a->n >= STRIDED_SPAN && pick(3) == 0) {
+            int variant = (int)pick(4);
+            if (to)
+                host_writes(k);
+            update_strided(a->p, variant, to);
+            printf("%lu strided update %s %d variant %d: %016" PRIx64 "\n", constructs_done,
+                   to ? "to" : "from", k, variant, hash_all());
+            break;
+        }
         if (a->mapped && pick(4) != 0)
             section_inside(a, &lo, &len);
         else
