@@ -1,6 +1,6 @@
 /* A small pool of threads that share the CPU side of the staged strategy: packing pageable
  * pieces into pinned staging and unpacking them. One memcpy thread moves ~10 GB/s on the H200
- * host, a fifth of the link (DESIGN.md), so large packs are split across threads. */
+ * host, a fifth of the link (docs/strategies.md), so large packs are split across threads. */
 #ifndef OMPBATCH_PLUGIN_WORKERS_H
 #define OMPBATCH_PLUGIN_WORKERS_H
 
