@@ -226,22 +226,23 @@ static int mark_overlaps(item *items, int32_t count)
     return 0;
 }
 
-/* More pieces than this in one non-contiguous item are left to the runtime (16 MiB of piece
- * list; a 256 x 256 face is 65 536). */
+/* More pieces than this in one construct's non-contiguous items are left to the runtime
+ * (16 MiB of piece list; a 256 x 256 face is 65 536): a hostile construct of many huge items
+ * must not make the hook allocate without bound. */
 #define OB_STRIDED_MAX_PIECES ((size_t)1 << 20)
 
 /* A non-contiguous update item's pieces, when the hook may copy them: the runtime's when they
  * are the specification's (OMPBATCH_STRIDED=runtime), the specification's with
  * OMPBATCH_STRIDED=spec. Its range becomes the pieces' span, so that overlaps with other
  * items show. Otherwise the item keeps its reason and no range. */
-static void plan_strided(const ob_map_args *a, int32_t i, item *it)
+static void plan_strided(const ob_map_args *a, int32_t i, item *it, size_t *budget)
 {
     const ob_non_contig *d = a->begins[i];
     int64_t dims = a->sizes[i];
     ob_strided_pieces runtime, spec;
-    if (ob_pieces_runtime(d, dims, OB_STRIDED_MAX_PIECES, &runtime) != OB_PIECES_OK)
+    if (ob_pieces_runtime(d, dims, *budget, &runtime) != OB_PIECES_OK)
         return;
-    ob_pieces_status spec_status = ob_pieces_spec(d, dims, OB_STRIDED_MAX_PIECES, &spec);
+    ob_pieces_status spec_status = ob_pieces_spec(d, dims, *budget, &spec);
     ob_strided_pieces chosen = runtime;
     if (ob_config_get()->strided == OB_STRIDED_SPEC) {
         ob_pieces_free(&runtime);
@@ -287,6 +288,7 @@ static void plan_strided(const ob_map_args *a, int32_t i, item *it)
     it->strided = 1;
     it->base = base;
     it->pieces = chosen;
+    *budget -= chosen.count <= *budget ? chosen.count : *budget;
     it->begin = base + (uintptr_t)low;
     it->end = base + (uintptr_t)high;
     it->why = OB_REASON_NONE;
@@ -300,6 +302,7 @@ static void plan_strided(const ob_map_args *a, int32_t i, item *it)
  * clear of entries an attachment lands in (drop_attached). */
 static int describe_items(const ob_map_args *a, item *items, int update)
 {
+    size_t strided_budget = OB_STRIDED_MAX_PIECES;
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
         it->type = a->types[i];
@@ -332,7 +335,7 @@ static int describe_items(const ob_map_args *a, item *items, int update)
         if (it->why == OB_REASON_NON_CONTIG || it->why == OB_REASON_MAPPER)
             it->end = it->begin;
         if (it->why == OB_REASON_NON_CONTIG && update)
-            plan_strided(a, i, it);
+            plan_strided(a, i, it, &strided_budget);
     }
     return mark_overlaps(items, a->count);
 }
