@@ -13,6 +13,8 @@
  *   plane      b[0:Z][0:Y][x:1]            (libomptarget walks only the outer dimension)
  *   partly     g[0:NY][19:1] when only rows [3, 16) are mapped: the other rows' pieces are
  *              skipped
+ *   pointer    a column of a heap grid reached through a global pointer to rows, mapped by
+ *              its pointer (PTR_AND_OBJ), both ways
  * Each shape goes `from` (the device holds a fresh pattern, the host is poisoned first) and
  * `to` (the host holds fresh bytes; a kernel hashes the whole device array afterwards). The
  * program prints the host hash and the device hash of every step: compare.sh wants them
@@ -251,6 +253,42 @@ static void one_step(const kind *k, int v, int to, uint64_t salt)
     free(want);
 }
 
+/* A heap grid reached through a global pointer to rows: mapped PTR_AND_OBJ, its column moved
+ * by strided updates whose base is the pointee. */
+static double (*rows_of)[NX];
+
+static void test_pointer_column(uint64_t *r)
+{
+    size_t n = sizeof(double) * NY * NX;
+    rows_of = ht_malloc(n);
+    ht_fill_random(rows_of, n, ht_below(r, 1u << 30));
+#pragma omp target enter data map(to : rows_of[0:NY][0:NX])
+    unsigned char *dev = ht_dup(rows_of, n), *want = ht_malloc(n);
+    ht_device_scramble(rows_of, n, 401);
+    ht_host_scramble(dev, n, 401);
+    ht_fill_unlike(rows_of, dev, n, 402);
+    memcpy(want, rows_of, n);
+    for (int y = 0; y < NY; y++)
+        memcpy(want + ((size_t)y * NX + 7) * sizeof(double),
+               dev + ((size_t)y * NX + 7) * sizeof(double), sizeof(double));
+#pragma omp target update from(rows_of[0:NY][7:1])
+    ht_expect_host(rows_of, want, n, "pointer: column from");
+    printf("pointer column from: %016" PRIx64 "\n", ht_fnv(rows_of, n));
+    ht_fill_unlike(rows_of, dev, n, 403);
+    memcpy(want, dev, n);
+    for (int y = 0; y < NY; y++)
+        memcpy(want + ((size_t)y * NX + 7) * sizeof(double),
+               (unsigned char *)rows_of + ((size_t)y * NX + 7) * sizeof(double),
+               sizeof(double));
+#pragma omp target update to(rows_of[0:NY][7:1])
+    ht_expect_device(rows_of, want, n, "pointer: column to");
+#pragma omp target exit data map(release : rows_of[0:NY][0:NX])
+    CHECK(ht_is_unmapped(rows_of, n), "pointer: grid still mapped");
+    free(rows_of);
+    free(dev);
+    free(want);
+}
+
 int main(int argc, char **argv)
 {
     ht_init(argc, argv, "strided");
@@ -286,5 +324,6 @@ int main(int argc, char **argv)
                ht_fnv(grid, gn));
         free(before);
     }
+    test_pointer_column(&r);
     return ht_finish("strided");
 }
