@@ -2,13 +2,12 @@
  * multi-dimensional array on each side, added to a batch as one copy per contiguous run (the
  * innermost dimension, and with it every inner dimension copied whole on both sides). The
  * planner then treats the runs like any copies: it merges the adjacent ones and stages or
- * batches the rest. */
+ * batches the rest. The one-shot form is in memcpy_api.c. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "batch.h"
-#include "device.h"
 #include "error.h"
 #include "ompbatch.h"
 
@@ -126,43 +125,4 @@ int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num
         if (k < 0)
             return OMPBATCH_OK;
     }
-}
-
-int ompbatch_target_memcpy_rect(void *dst, const void *src, size_t element_size, int num_dims,
-                                const size_t *volume, const size_t *dst_offsets,
-                                const size_t *src_offsets, const size_t *dst_dimensions,
-                                const size_t *src_dimensions, int dst_device_num,
-                                int src_device_num)
-{
-    ob_device dst_device, src_device;
-    int status = ob_device_resolve(dst_device_num, "dst_device_num", &dst_device);
-    if (status == OMPBATCH_OK)
-        status = ob_device_resolve(src_device_num, "src_device_num", &src_device);
-    if (status != OMPBATCH_OK)
-        return status;
-    if (dst_device.kind != OB_DEVICE_HOST && src_device.kind != OB_DEVICE_HOST &&
-        dst_device_num != src_device_num &&
-        (dst_device.kind != OB_DEVICE_CUDA || src_device.kind != OB_DEVICE_CUDA))
-        return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
-                       "copies between two devices (%d and %d) are supported between CUDA "
-                       "devices only",
-                       dst_device_num, src_device_num);
-    /* Between two GPUs the source's batch carries the copies (multi.h), as in the one-shot
-     * array form. */
-    int device_num = src_device.kind != OB_DEVICE_HOST ? src_device_num : dst_device_num;
-    ompbatch_batch_options options = {.struct_size = sizeof(options), .synchronous = 1};
-    ompbatch_batch *batch;
-    if ((status = ompbatch_batch_create(&batch, device_num, NULL, &options)) != OMPBATCH_OK)
-        return status;
-    status = ompbatch_batch_add_rect(batch, dst, dst_device_num, src, src_device_num,
-                                     element_size, num_dims, volume, dst_offsets, src_offsets,
-                                     dst_dimensions, src_dimensions, 0);
-    if (status == OMPBATCH_OK) {
-        ob_batch_set_label(batch, "target_memcpy_rect");
-        status = ompbatch_batch_submit(batch);
-    }
-    if (status == OMPBATCH_OK)
-        return ompbatch_batch_destroy(batch);
-    (void)ob_batch_destroy(batch);
-    return status;
 }
