@@ -353,32 +353,6 @@ DATA_OPS(global_b, global_b)
 DATA_OPS(held_a, hold_a.q)
 DATA_OPS(held_b, hold_b.q)
 
-/* A `target data` block over h.q[lo:len] through the mapper. */
-#define DATA_MAPPER_OPS(name, h)                                                                \
-    static void data_##name(unsigned char *p, size_t lo, size_t len, int how, int inner,       \
-                            int depth)                                                          \
-    {                                                                                           \
-        (void)p;                                                                                \
-        h.lo = lo, h.len = len;                                                                 \
-        switch (how) {                                                                          \
-        case 0: PRAGMA(omp target data map(mapper(sec), tofrom : h))                            \
-            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
-            break;                                                                              \
-        case 1: PRAGMA(omp target data map(mapper(sec), to : h))                                \
-            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
-            break;                                                                              \
-        case 2: PRAGMA(omp target data map(mapper(sec), from : h))                              \
-            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
-            break;                                                                              \
-        default: PRAGMA(omp target data map(mapper(sec), alloc : h))                            \
-            for (int i = 0; i < inner; i++) one_construct(depth + 1);                           \
-            break;                                                                              \
-        }                                                                                       \
-    }
-
-DATA_MAPPER_OPS(mapped_a, hold_a)
-DATA_MAPPER_OPS(mapped_b, hold_b)
-
 /* Arrays held by the structs are spelled through their pointer member or through the mapper,
  * at random, construct by construct -- except `target data` blocks: libomptarget 16 leaves a
  * reference behind at the end of a block that maps a section inside an existing mapping
@@ -391,8 +365,9 @@ static const spelling *spelled_as(int k, int may_use_mapper)
         {enter_global_b, exit_global_b, update_global_b, data_global_b, 1},
         {enter_held_a, exit_held_a, update_held_a, data_held_a, 1},
         {enter_held_b, exit_held_b, update_held_b, data_held_b, 1},
-        {enter_mapped_a, exit_mapped_a, update_mapped_a, data_mapped_a, 0},
-        {enter_mapped_b, exit_mapped_b, update_mapped_b, data_mapped_b, 0},
+        /* No data blocks through the mapper (spelled_as): none to name. */
+        {enter_mapped_a, exit_mapped_a, update_mapped_a, NULL, 0},
+        {enter_mapped_b, exit_mapped_b, update_mapped_b, NULL, 0},
     };
     if (k < PLAIN_ARRAYS)
         return &plain;
