@@ -190,6 +190,16 @@ module ompbatch
         integer(c_int64_t) :: regions_split = 0
         integer(c_int64_t) :: region_items = 0
         integer(c_int64_t) :: region_batched = 0
+        integer(c_int64_t) :: time_construct_ns = 0  ! with OMPBATCH_STATS=1 only
+        integer(c_int64_t) :: time_runtime_ns = 0
+        integer(c_int64_t) :: time_kernel_ns = 0
+        integer(c_int64_t) :: time_query_ns = 0
+        integer(c_int64_t) :: time_add_ns = 0
+        integer(c_int64_t) :: time_plan_ns = 0
+        integer(c_int64_t) :: time_enqueue_ns = 0
+        integer(c_int64_t) :: time_poll_ns = 0
+        integer(c_int64_t) :: time_block_ns = 0
+        integer(c_int64_t) :: time_unpack_ns = 0
     end type ompbatch_hook_stats
 
     ! ---- The C API -------------------------------------------------------------------------------

@@ -686,6 +686,19 @@ typedef struct ompbatch_hook_stats {
     uint64_t regions_split;       /* target regions done as data begin + kernel + data end */
     uint64_t region_items;        /* map items of those regions */
     uint64_t region_batched;      /* their items whose `to` or `from` copy the hook made */
+    /* Where the time went, in nanoseconds, measured only while OMPBATCH_STATS=1 (zero
+     * otherwise). The phases nest: construct holds all the others but poll, block and unpack
+     * of the library's own batches, which count here too. */
+    uint64_t time_construct_ns;   /* the hook's whole handling of the constructs and regions */
+    uint64_t time_runtime_ns;     /* in libomptarget's data entry points, what was forwarded */
+    uint64_t time_kernel_ns;      /* in libomptarget's region entry point (launch and wait) */
+    uint64_t time_query_ns;       /* asking libomptarget what it has mapped */
+    uint64_t time_add_ns;         /* adding the copies to the construct's batch */
+    uint64_t time_plan_ns;        /* planning them (nothing when a plan is reused) */
+    uint64_t time_enqueue_ns;     /* packing, descriptors, driver calls and kernel launches */
+    uint64_t time_poll_ns;        /* waiting for the stream by polling it */
+    uint64_t time_block_ns;       /* waiting in cuStreamSynchronize once polling gave up */
+    uint64_t time_unpack_ns;      /* copying staged bytes into pageable destinations */
 } ompbatch_hook_stats;
 
 /* Copies the hook's process-wide statistics into *stats (struct_size must be set): its state,

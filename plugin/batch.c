@@ -16,6 +16,7 @@
 #include "multi.h"
 #include "nvtx.h"
 #include "omp_runtime.h"
+#include "phase_time.h"
 #include "plan.h"
 
 typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
@@ -692,16 +693,20 @@ static int plan_and_run(ompbatch_batch *batch)
     int status = OMPBATCH_OK;
     batch->plan_reused = keys_match(batch);
     if (!batch->plan_reused) {
+        uint64_t started = ob_phase_start();
         batch->planned_config = ob_config_generation();
         status = plan_copies(batch, 1);
         remember_keys(batch);
         batch->plan_reusable = status == OMPBATCH_OK;
+        ob_phase_end(OB_PHASE_PLAN, started);
     }
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
                batch->device.number, batch->count, batch->plan.count, batch->plan.step_count,
                batch->plan.attr_count);
+        uint64_t started = ob_phase_start();
         status = ob_exec_run(&batch->exec, &batch->plan);
+        ob_phase_end(OB_PHASE_ENQUEUE, started);
     }
     if (status != OMPBATCH_OK)
         batch->plan_reusable = 0; /* plan again after any failure */

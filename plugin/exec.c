@@ -8,6 +8,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "phase_time.h"
 #include "route.h"
 
 static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {
@@ -96,9 +97,15 @@ static int poll_stream(const ob_driver *driver, CUstream stream)
 
 int ob_stream_wait(const ob_driver *driver, CUstream stream)
 {
+    uint64_t started = ob_phase_start();
     int polled = poll_stream(driver, stream);
-    return polled < 0 ? polled : polled == 1 ? OMPBATCH_OK
-                                              : OB_CU(driver, cuStreamSynchronize, stream);
+    ob_phase_end(OB_PHASE_POLL, started);
+    if (polled != 0)
+        return polled < 0 ? polled : OMPBATCH_OK;
+    started = ob_phase_start();
+    int status = OB_CU(driver, cuStreamSynchronize, stream);
+    ob_phase_end(OB_PHASE_BLOCK, started);
+    return status;
 }
 
 int ob_exec_wait(ob_exec *exec)
@@ -112,8 +119,11 @@ int ob_exec_wait(ob_exec *exec)
     /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
     if (status != OMPBATCH_OK)
         exec->move_count = exec->unpack_begin;
-    if (exec->staging != NULL || exec->move_count > 0)
+    if (exec->staging != NULL || exec->move_count > 0) {
+        uint64_t started = ob_phase_start();
         ob_staged_complete(exec);
+        ob_phase_end(OB_PHASE_UNPACK, started);
+    }
     return status;
 }
 

@@ -25,10 +25,28 @@
 #include "noncontig.h"
 #include "nvtx.h"
 #include "ompbatch.h"
+#include "phase_time.h"
 
 /* "update maps.c:42" for the NVTX range of the construct's batch, from its source location
  * (";file;function;line;column;;" when the compiler recorded one). Built only while a profiler
  * listens; NULL otherwise. */
+/* The hook's questions to the runtime, timed (OMPBATCH_STATS=1): each takes its locks. */
+static int runtime_has(const ob_hook_runtime *rt, const void *ptr, int device)
+{
+    uint64_t started = ob_phase_start();
+    int present = rt->is_present(ptr, device);
+    ob_phase_end(OB_PHASE_QUERY, started);
+    return present;
+}
+
+static void *runtime_mapped(const ob_hook_runtime *rt, const void *ptr, int device)
+{
+    uint64_t started = ob_phase_start();
+    void *mapped = rt->get_mapped_ptr(ptr, device);
+    ob_phase_end(OB_PHASE_QUERY, started);
+    return mapped;
+}
+
 static const char *range_label(const ob_construct *c, char *buf, size_t size)
 {
     if (!ob_nvtx_active())
@@ -570,7 +588,7 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
         ob_mirror_entry *entry = NULL;
         if (ob_mirror_find(c->device, host, host + (uintptr_t)p->size, &entry) !=
             OB_MIRROR_INSIDE) {
-            if (!rt->is_present((void *)host, c->device))
+            if (!runtime_has(rt, (void *)host, c->device))
                 continue;
             it->why = OB_REASON_UNKNOWN;
             return 0;
@@ -722,8 +740,8 @@ static void plan_struct_items(const ob_construct *c, item *items)
         ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, NULL);
         if (found == OB_MIRROR_INSIDE)
             it->follow = FOLLOW_COUNTED;
-        else if (found == OB_MIRROR_ABSENT && !rt->is_present((void *)it->begin, c->device) &&
-                 !rt->is_present((void *)(it->end - 1), c->device))
+        else if (found == OB_MIRROR_ABSENT && !runtime_has(rt, (void *)it->begin, c->device) &&
+                 !runtime_has(rt, (void *)(it->end - 1), c->device))
             it->follow = FOLLOW_NEW;
     }
 }
@@ -744,7 +762,7 @@ static void learn_struct_items(const ob_construct *c, const item *items)
                     entry->dyn++;
             }
         } else if (it->follow == FOLLOW_NEW) {
-            void *device = rt->get_mapped_ptr((void *)it->begin, c->device);
+            void *device = runtime_mapped(rt, (void *)it->begin, c->device);
             if (device == NULL)
                 continue;
             ob_mirror_entry entry = {.begin = it->begin, .end = it->end,
@@ -781,8 +799,8 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
         }
         /* Not in the mirror: new only if the runtime has nothing at either end either (an
          * entry strictly inside the range is an error the runtime reports itself). */
-        if (rt->is_present((void *)it->begin, c->device) ||
-            rt->is_present((void *)(it->end - 1), c->device)) {
+        if (runtime_has(rt, (void *)it->begin, c->device) ||
+            runtime_has(rt, (void *)(it->end - 1), c->device)) {
             it->why = OB_REASON_EXISTING;
             continue;
         }
@@ -842,7 +860,7 @@ void ob_hook_begin(const ob_construct *c)
         }
         if (!it->is_new)
             continue;
-        void *device = rt->get_mapped_ptr((void *)it->begin, c->device);
+        void *device = runtime_mapped(rt, (void *)it->begin, c->device);
         if (device == NULL) {
             /* The runtime did not map it after all; it would not have copied either. */
             if (it->why == OB_REASON_NONE)
@@ -969,7 +987,7 @@ static void settle_end(const ob_construct *c, const item *items)
         if (it->was_mirrored) {
             ob_mirror_entry *entry = NULL;
             if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE &&
-                (entry->dyn + entry->hold == 0 || !rt->is_present((void *)entry->begin,
+                (entry->dyn + entry->hold == 0 || !runtime_has(rt, (void *)entry->begin,
                                                                   c->device)))
                 ob_mirror_drop_range(c->device, entry->begin, entry->end);
         } else if (it->why != OB_REASON_NONE && it->why != OB_REASON_SKIPPED &&
@@ -1024,7 +1042,7 @@ void ob_hook_end(const ob_construct *c)
             continue;
         /* The runtime copies `always` items whatever the count, and the others only when it
          * removed the entry. */
-        if ((it->type & OB_MAP_ALWAYS) || !rt->is_present((void *)it->begin, c->device)) {
+        if ((it->type & OB_MAP_ALWAYS) || !runtime_has(rt, (void *)it->begin, c->device)) {
             memcpy((void *)it->begin, staging + it->staging, (size_t)(it->end - it->begin));
             done++;
         } else {
@@ -1118,7 +1136,7 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
     if (ob_globals_overlap(begin, end))
         return REGION_ITEM_UNSAFE;
     const ob_hook_runtime *rt = ob_hook_runtime_get();
-    if (rt->is_present((void *)begin, device) || rt->is_present((void *)(end - 1), device))
+    if (runtime_has(rt, (void *)begin, device) || runtime_has(rt, (void *)(end - 1), device))
         return REGION_ITEM_UNSAFE;
     int to = (t & OB_MAP_TO) != 0;
     return to && from ? REGION_ITEM_NEW_TOFROM

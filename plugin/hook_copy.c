@@ -17,6 +17,7 @@
 #include "log.h"
 #include "memkind.h"
 #include "ompbatch.h"
+#include "phase_time.h"
 
 typedef enum device_verdict { VERDICT_UNKNOWN = 0, VERDICT_USABLE, VERDICT_FORWARD } device_verdict;
 
@@ -179,12 +180,14 @@ int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, 
     if (batch == NULL)
         return OMPBATCH_ERR_NO_MEMORY;
     int status = OMPBATCH_OK;
+    uint64_t started = ob_phase_start();
     for (size_t i = 0; i < count && status == OMPBATCH_OK; i++) {
         const ob_hook_copy *c = &copies[i];
         status = ompbatch_batch_add(batch, c->dst, c->to_device ? device : OMPBATCH_HOST_DEVICE,
                                     c->src, c->to_device ? OMPBATCH_HOST_DEVICE : device,
                                     c->bytes, c->to_device ? OMPBATCH_MAP_TO : OMPBATCH_MAP_FROM);
     }
+    ob_phase_end(OB_PHASE_ADD, started);
     if (status == OMPBATCH_OK) {
         ob_batch_set_label(batch, label);
         status = ompbatch_batch_submit(batch);

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "omp_abi.h"
 #include "ompbatch.h"
+#include "phase_time.h"
 
 #define OB_HOOK_EXPORT __attribute__((visibility("default")))
 
@@ -140,7 +141,7 @@ static int resolve_device(const ob_hook_runtime *rt, int64_t device_id)
     return (int)device_id;
 }
 
-void ob_hook_forward(const ob_construct *c, const ob_map_args *a, int whole)
+static void call_runtime(const ob_construct *c, const ob_map_args *a, int whole)
 {
     in_runtime++;
     if (whole && c->nowait != NULL)
@@ -153,12 +154,22 @@ void ob_hook_forward(const ob_construct *c, const ob_map_args *a, int whole)
     in_runtime--;
 }
 
+/* Timed: what the runtime costs a construct the hook took part in. */
+void ob_hook_forward(const ob_construct *c, const ob_map_args *a, int whole)
+{
+    uint64_t started = ob_phase_start();
+    call_runtime(c, a, whole);
+    ob_phase_end(OB_PHASE_RUNTIME, started);
+}
+
 void ob_hook_forward_update(const ob_construct *c, const ob_map_args *a)
 {
+    uint64_t started = ob_phase_start();
     in_runtime++;
     ob_hook_runtime_get()->update(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes,
                                   a->types, a->names, a->mappers);
     in_runtime--;
+    ob_phase_end(OB_PHASE_RUNTIME, started);
 }
 
 typedef enum construct_kind { KIND_BEGIN, KIND_END, KIND_UPDATE } construct_kind;
@@ -192,9 +203,10 @@ static void data_construct(construct_kind kind, int nowait, ob_construct *c)
     if (in_runtime == 0 && active() && arrays_usable(&c->args))
         c->device = resolve_device(rt, c->device_id);
     if (c->device < 0) {
-        ob_hook_forward(c, &c->args, 1);
+        call_runtime(c, &c->args, 1);
         return;
     }
+    uint64_t started = ob_phase_start();
     pthread_rwlock_wrlock(&construct_lock);
     switch (kind) {
     case KIND_BEGIN:
@@ -208,6 +220,7 @@ static void data_construct(construct_kind kind, int nowait, ob_construct *c)
         break;
     }
     pthread_rwlock_unlock(&construct_lock);
+    ob_phase_end(OB_PHASE_CONSTRUCT, started);
 }
 
 #define DATA_PARAMS                                                                             \
@@ -284,9 +297,11 @@ static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_
     mine.arg_types = types;
     ob_hook_region_kernel_types(args, types);
     pthread_rwlock_rdlock(&construct_lock);
+    uint64_t started = ob_phase_start();
     in_runtime++;
     *result = rt->kernel(c->loc, c->device_id, num_teams, thread_limit, host_ptr, &mine);
     in_runtime--;
+    ob_phase_end(OB_PHASE_KERNEL, started);
     pthread_rwlock_unlock(&construct_lock);
     int64_t *theirs = args->arg_types;
     *args = mine;
@@ -325,6 +340,7 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
         in_runtime--;
         return result;
     }
+    uint64_t region_started = ob_phase_start();
     pthread_rwlock_rdlock(&construct_lock);
     if (ob_hook_region_splittable(device, args)) {
         pthread_rwlock_unlock(&construct_lock);
@@ -333,19 +349,24 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
                                    args->arg_sizes, args->arg_types, args->arg_names,
                                    args->arg_mappers}};
         int result = 0;
-        if (split_region(rt, &c, num_teams, thread_limit, host_ptr, args, &result) == 0)
+        if (split_region(rt, &c, num_teams, thread_limit, host_ptr, args, &result) == 0) {
+            ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
             return result;
+        }
         pthread_rwlock_rdlock(&construct_lock);
     }
     int mappers = ob_hook_kernel_maps(device, args);
     if (mappers)
         ob_mapper_record_start();
+    uint64_t started = ob_phase_start();
     in_runtime++;
     int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
     in_runtime--;
+    ob_phase_end(OB_PHASE_KERNEL, started);
     if (mappers)
         ob_hook_kernel_mappers_done(device);
     pthread_rwlock_unlock(&construct_lock);
+    ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
     return result;
 }
 

@@ -110,6 +110,16 @@ static inline void hook_stats_accumulate(ompbatch_hook_stats *acc,
     HOOK_STATS_ADD_(regions_split)
     HOOK_STATS_ADD_(region_items)
     HOOK_STATS_ADD_(region_batched)
+    HOOK_STATS_ADD_(time_construct_ns)
+    HOOK_STATS_ADD_(time_runtime_ns)
+    HOOK_STATS_ADD_(time_kernel_ns)
+    HOOK_STATS_ADD_(time_query_ns)
+    HOOK_STATS_ADD_(time_add_ns)
+    HOOK_STATS_ADD_(time_plan_ns)
+    HOOK_STATS_ADD_(time_enqueue_ns)
+    HOOK_STATS_ADD_(time_poll_ns)
+    HOOK_STATS_ADD_(time_block_ns)
+    HOOK_STATS_ADD_(time_unpack_ns)
 #undef HOOK_STATS_ADD_
     acc->paths |= after->paths;
     acc->state = after->state;

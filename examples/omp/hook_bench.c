@@ -17,7 +17,8 @@
  *      r-tofrom 64 x `tofrom` 4 x 64 KiB, r-present the same on data mapped around them,
  *      r-single 256 x `tofrom` 1 x 4 KiB, r-reduce 1024 reductions over a present 4 KiB array;
  *      r-floor-naive and r-floor-reduce, the r-naive and r-reduce regions on data all present,
- *      time what the runtime takes for those regions when nothing moves
+ *      time what the runtime takes for those regions when nothing moves; r-floor-tofrom, the
+ *      r-tofrom regions with `map(alloc:)`, what its allocations and launches take
  *   s  s-col-from, s-col-to: column 1 of a 1024 x 1024 grid of doubles, one strided update
  *      (1024 pieces of 8 B)
  *   p  p-halo: halo rows of a grid reached through a global pointer (PTR_AND_OBJ sections),
@@ -355,6 +356,22 @@ static void region_4tofrom(char *const *p, const size_t *n, size_t j0, unsigned 
     (void)j0, (void)seed;
 }
 
+/* The same 4 arrays allocated only: the floor of r-tofrom, what the runtime's allocations,
+ * frees and launches cost with no byte moved. */
+static void region_4alloc(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                          unsigned char mask)
+{
+    LOCAL(0) LOCAL(1) LOCAL(2) LOCAL(3)
+#pragma omp target teams distribute parallel for map(alloc: a0[0:n0], a1[0:n1], a2[0:n2], a3[0:n3])
+    for (size_t i = 0; i < n0; i++) {
+        a0[i] = (char)mask;
+        a1[i] = (char)mask;
+        a2[i] = (char)mask;
+        a3[i] = (char)mask;
+    }
+    (void)j0, (void)seed;
+}
+
 /* 1 array tofrom: the single-map region. */
 static void region_1tofrom(char *const *p, const size_t *n, size_t j0, unsigned seed,
                            unsigned char mask)
@@ -548,6 +565,8 @@ static const shape SHAPES[] = {
      1280, 1, size_4k, region_8to_2from, 10, 1, 8},
     {"r-floor-reduce", "floor of r-reduce: the sum present too", KIND_REGION, &OPS16, 1024, 1,
      size_4k, region_reduction_present, 1, 1, 1},
+    {"r-floor-tofrom", "floor of r-tofrom: the same regions allocating only", KIND_REGION,
+     &OPS16, 256, 1, size_64k, region_4alloc, 4, 0, 0},
     {"s-col-from", "update from, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
      size_grid, NULL, 0, 0, 0},
     {"s-col-to", "update to, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
@@ -785,6 +804,11 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
         }
         /* The device copies are still the complement: nothing was copied over them. */
         bad += dev_check(a, &OPS16, seed) == (long)a->bytes ? 0 : 1;
+    } else if (sh->region == region_4alloc) {
+        /* Nothing crossed: every host array still holds the complement. */
+        for (size_t j = 0; j < a->count; j++)
+            for (size_t i = 0; i < a->n[j]; i++)
+                bad += a->p[j][i] != (char)~pattern(seed, j, i);
     } else if (sh->present) {
         /* The arrays a region writes went from the complement to the pattern on the device;
          * those it only reads are still the complement; the host kept its own. */
@@ -995,6 +1019,37 @@ static void print_row(const result *r, int reps)
            (double)s->batches / reps, (double)s->driver_batch_calls / reps);
 }
 
+/* With OMPBATCH_STATS=1 the hook times its phases: per shape, where a hook-on repetition's
+ * time went, in microseconds per repetition (the phases nest inside "construct"; "other" is
+ * the construct's time outside the runtime, the region launches and the batch's phases). */
+static void print_phases(const result *res, int nres, int reps)
+{
+    int any = 0;
+    for (int i = 0; i < nres; i++)
+        any |= res[i].have_on && res[i].on_stats.time_construct_ns > 0;
+    if (!any)
+        return;
+    printf("\nwhere a hook-on repetition's time went (OMPBATCH_STATS=1), us per repetition:\n");
+    printf("%-15s %10s %9s %9s %8s %8s %8s %9s %8s %8s %8s %8s\n", "shape", "construct",
+           "runtime", "kernel", "query", "add", "plan", "enqueue", "poll", "block", "unpack",
+           "other");
+    for (int i = 0; i < nres; i++) {
+        const ompbatch_hook_stats *s = &res[i].on_stats;
+        if (!res[i].have_on || res[i].failed)
+            continue;
+        double per = 1000.0 * reps;
+        double inner = (double)(s->time_runtime_ns + s->time_kernel_ns + s->time_query_ns +
+                                s->time_add_ns + s->time_plan_ns + s->time_enqueue_ns +
+                                s->time_poll_ns + s->time_block_ns + s->time_unpack_ns);
+        printf("%-15s %10.1f %9.1f %9.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %8.1f %8.1f\n",
+               res[i].sh->key, s->time_construct_ns / per, s->time_runtime_ns / per,
+               s->time_kernel_ns / per, s->time_query_ns / per, s->time_add_ns / per,
+               s->time_plan_ns / per,
+               s->time_enqueue_ns / per, s->time_poll_ns / per, s->time_block_ns / per,
+               s->time_unpack_ns / per, ((double)s->time_construct_ns - inner) / per);
+    }
+}
+
 static void json_stats(FILE *f, const ompbatch_hook_stats *s)
 {
     char paths[64];
@@ -1004,11 +1059,17 @@ static void json_stats(FILE *f, const ompbatch_hook_stats *s)
             ", \"exit_batched\": %" PRIu64 ", \"items_forwarded\": %" PRIu64
             ", \"batches\": %" PRIu64 ", \"bytes_batched\": %" PRIu64
             ", \"driver_batch_calls\": %" PRIu64 ", \"paths\": \"%s\", \"regions_split\": %" PRIu64
-            ", \"region_batched\": %" PRIu64 "}",
+            ", \"region_batched\": %" PRIu64 ", \"time_ns\": {\"construct\": %" PRIu64
+            ", \"runtime\": %" PRIu64 ", \"kernel\": %" PRIu64 ", \"query\": %" PRIu64
+            ", \"add\": %" PRIu64
+            ", \"plan\": %" PRIu64 ", \"enqueue\": %" PRIu64 ", \"poll\": %" PRIu64
+            ", \"block\": %" PRIu64 ", \"unpack\": %" PRIu64 "}}",
             s->constructs, s->kernels, s->items, s->update_batched, s->enter_batched,
             s->exit_batched, s->items_forwarded, s->batches, s->bytes_batched,
             s->driver_batch_calls, hook_paths_text(s->paths, paths, sizeof paths),
-            s->regions_split, s->region_batched);
+            s->regions_split, s->region_batched, s->time_construct_ns, s->time_runtime_ns,
+            s->time_kernel_ns, s->time_query_ns, s->time_add_ns, s->time_plan_ns, s->time_enqueue_ns,
+            s->time_poll_ns, s->time_block_ns, s->time_unpack_ns);
 }
 
 static void json_result(FILE *f, const result *r)
@@ -1159,6 +1220,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         nres++;
     }
+    print_phases(res, nres, cfg.reps);
     if (api.linked) {
         ompbatch_hook_stats total = hook_api_stats(&api);
         printf("\nhook statistics for the whole process:\n");

@@ -1,0 +1,86 @@
+/*
+ * The hook's phase times (the time_* fields of ompbatch_hook_stats): measured under
+ * OMPBATCH_STATS=1 and only then. The program runs constructs the hook takes part in (an enter
+ * it batches, updates it batches, target regions it splits, an exit), checks their data, and
+ * then the times: with timing on, every phase those constructs pass through has time, the
+ * construct's time holds all the phases nested in it, and ompbatch_hook_reset_stats zeroes
+ * them; with timing off, every time is zero while the counters still count.
+ * Usage: phase_times <seed> on|off   (hooked build only: it reads the hook's statistics)
+ */
+#include "hook_test.h"
+
+#include "ompbatch.h"
+
+enum { N = 3000, REGIONS = 40, UPDATES = 20 };
+
+static uint64_t nested(const ompbatch_hook_stats *s)
+{
+    return s->time_runtime_ns + s->time_kernel_ns + s->time_query_ns + s->time_add_ns +
+           s->time_plan_ns + s->time_enqueue_ns + s->time_poll_ns + s->time_block_ns +
+           s->time_unpack_ns;
+}
+
+static ompbatch_hook_stats stats(void)
+{
+    ompbatch_hook_stats s = {.struct_size = sizeof(s)};
+    CHECK(ompbatch_hook_get_stats(&s) == OMPBATCH_OK, "ompbatch_hook_get_stats failed");
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    ht_init(argc, argv, "phase_times");
+    int on = argc > 2 && strcmp(argv[2], "on") == 0;
+    unsigned char *a = ht_malloc(N), *want = ht_malloc(N);
+    ht_fill_random(a, N, 1);
+    memcpy(want, a, N);
+#pragma omp target enter data map(to : a[0:N])
+    ht_expect_device(a, want, N, "after enter");
+    long sums = 0, want_sums = 0;
+    for (int r = 0; r < REGIONS; r++) {
+        long sum = r;
+        /* A new `tofrom` scalar beside present data: the hook splits the region. */
+#pragma omp target map(tofrom : sum) map(to : a[0:N])
+        for (int i = 0; i < N; i += 7)
+            sum += a[i];
+        sums += sum;
+        want_sums += r;
+        for (int i = 0; i < N; i += 7)
+            want_sums += want[i];
+    }
+    CHECK(sums == want_sums, "the regions' sums add up to %ld, want %ld", sums, want_sums);
+    for (int u = 0; u < UPDATES; u++) {
+        ht_fill_unlike(a, want, N, 10 + (uint64_t)u);
+#pragma omp target update from(a[0:N])
+        ht_expect_host(a, want, N, "after update from");
+    }
+#pragma omp target exit data map(release : a[0:N])
+
+    ompbatch_hook_stats s = stats();
+    CHECK(s.state == OMPBATCH_HOOK_ACTIVE, "hook state %d, want active", s.state);
+    CHECK(s.regions_split >= REGIONS, "%" PRIu64 " regions split, want %d", s.regions_split,
+          REGIONS);
+    CHECK(s.update_batched >= UPDATES, "%" PRIu64 " update items batched, want %d",
+          s.update_batched, UPDATES);
+    if (on) {
+        CHECK(s.time_construct_ns > 0, "no construct time");
+        CHECK(s.time_runtime_ns > 0, "no time in the runtime's data entry points");
+        CHECK(s.time_kernel_ns > 0, "no time in the runtime's region entry point");
+        CHECK(s.time_query_ns > 0, "no time asking the runtime");
+        CHECK(s.time_add_ns > 0, "no time adding copies");
+        CHECK(s.time_enqueue_ns > 0, "no time enqueueing copies");
+        CHECK(s.time_construct_ns >= nested(&s),
+              "construct time %" PRIu64 " ns is less than the phases in it, %" PRIu64 " ns",
+              s.time_construct_ns, nested(&s));
+        CHECK(ompbatch_hook_reset_stats() == OMPBATCH_OK, "ompbatch_hook_reset_stats failed");
+        ompbatch_hook_stats z = stats();
+        CHECK(z.time_construct_ns == 0 && nested(&z) == 0, "times left after a reset");
+    } else {
+        CHECK(s.time_construct_ns == 0 && nested(&s) == 0,
+              "times measured without OMPBATCH_STATS=1 (construct %" PRIu64 " ns)",
+              s.time_construct_ns);
+    }
+    free(a);
+    free(want);
+    return ht_finish("phase_times");
+}
