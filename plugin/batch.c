@@ -822,7 +822,12 @@ void ob_batch_set_label(ompbatch_batch *batch, const char *label)
 void ob_batch_forget_device_memory(ompbatch_batch *batch)
 {
     ob_mem_cache_forget_device(&batch->cache);
-    batch->plan_reusable = 0;
+    /* A hook batch's plan knows nothing of device memory but the addresses in its keys (device
+     * sides are trusted, each its own range): the same copies at the same addresses plan the
+     * same, whatever was freed in between. A loop's updates keep their plan across the
+     * enter and exit constructs around them. */
+    if (!batch->hook_mode)
+        batch->plan_reusable = 0;
 }
 
 static int wait_and_drop_kept(ompbatch_batch *batch)

@@ -26,6 +26,7 @@
 #include "nvtx.h"
 #include "ompbatch.h"
 #include "phase_time.h"
+#include "sort.h"
 
 /* "update maps.c:42" for the NVTX range of the construct's batch, from its source location
  * (";file;function;line;column;;" when the compiler recorded one). Built only while a profiler
@@ -179,7 +180,7 @@ static int compare_spans(const void *x, const void *y)
  * begin keeping the furthest-reaching span and the furthest-reaching one of another item. */
 static void sweep_spans(span *spans, size_t n, int *(*flag)(item *))
 {
-    qsort(spans, n, sizeof(*spans), compare_spans);
+    ob_sort_unless_sorted(spans, n, sizeof(*spans), compare_spans);
     const span *best = NULL, *other = NULL; /* other: best among owners other than best's */
     for (size_t k = 0; k < n; k++) {
         const span *c = &spans[k];

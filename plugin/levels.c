@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "sort.h"
 
 /* Memory a destination and a source could share: device, managed, or host (pageable and
  * pinned together: a pageable range is not known to end where a pinned one starts). */
@@ -40,12 +41,7 @@ static int compare_address(const void *a, const void *b)
  * returns the count kept. */
 static size_t sort_unique(uintptr_t *a, size_t n)
 {
-    for (size_t i = 1; i < n; i++) {
-        if (a[i - 1] > a[i]) {
-            qsort(a, n, sizeof(*a), compare_address);
-            break;
-        }
-    }
+    ob_sort_unless_sorted(a, n, sizeof(*a), compare_address);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
         if (kept == 0 || a[kept - 1] != a[i])
@@ -308,12 +304,7 @@ static int compare_pair(const void *a, const void *b)
 
 static void sort_spans(span *spans, size_t n)
 {
-    for (size_t i = 1; i < n; i++) {
-        if (compare_span(&spans[i - 1], &spans[i]) > 0) {
-            qsort(spans, n, sizeof(*spans), compare_span);
-            return;
-        }
-    }
+    ob_sort_unless_sorted(spans, n, sizeof(*spans), compare_span);
 }
 
 /* Room for one more item in a growing array. */
@@ -399,8 +390,7 @@ static int pair_sweep(ob_copy *copies, size_t count, int budgeted, unsigned *lev
         return status;
     }
     /* Sorted by the later copy, every pair's earlier copy has its final level when read. */
-    if (found.count > 1)
-        qsort(found.at, found.count, sizeof(*found.at), compare_pair);
+    ob_sort_unless_sorted(found.at, found.count, sizeof(*found.at), compare_pair);
     unsigned levels = 1;
     for (size_t p = 0; p < found.count; p++) {
         unsigned need = copies[found.at[p].earlier].level + 1;

@@ -53,6 +53,8 @@ static int insert(ob_mem_cache *cache, size_t at, const ob_mem_range *range)
             (cache->count - at) * sizeof(*cache->ranges));
     cache->ranges[at] = *range;
     cache->count++;
+    if (range->info.kind == OB_MEM_DEVICE || range->info.kind == OB_MEM_MANAGED)
+        cache->device_ranges++;
     return OMPBATCH_OK;
 }
 
@@ -130,6 +132,14 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
         *out = cache->ranges[hit].info;
         return OMPBATCH_OK;
     }
+    /* Copies of a strided item come in address order, each on a page of its own. */
+    size_t next = cache->last + 1;
+    if (next < cache->count && cache->ranges[next].start <= ptr && ptr < cache->ranges[next].end) {
+        cache->other = cache->last;
+        cache->last = next;
+        *out = cache->ranges[next].info;
+        return OMPBATCH_OK;
+    }
     size_t at = lower_bound(cache, ptr);
     if (at < cache->count && cache->ranges[at].start <= ptr) {
         cache->other = cache->last;
@@ -158,10 +168,13 @@ void ob_mem_cache_clear(ob_mem_cache *cache)
     cache->count = 0;
     cache->last = 0;
     cache->other = 0;
+    cache->device_ranges = 0;
 }
 
 void ob_mem_cache_forget_device(ob_mem_cache *cache)
 {
+    if (cache->device_ranges == 0)
+        return;
     size_t kept = 0;
     for (size_t i = 0; i < cache->count; i++) {
         ob_mem_kind kind = cache->ranges[i].info.kind;
@@ -170,6 +183,7 @@ void ob_mem_cache_forget_device(ob_mem_cache *cache)
     }
     cache->count = kept;
     cache->last = cache->other = 0;
+    cache->device_ranges = 0;
 }
 
 void ob_mem_cache_free(ob_mem_cache *cache)

@@ -19,6 +19,8 @@ typedef struct ob_mem_cache {
     size_t last;          /* index of the last range found: neighbouring copies share one */
     size_t other;         /* the one before it: copies alternate between a source and a
                              destination allocation */
+    size_t device_ranges; /* device and managed ranges among them: forgetting those is free
+                             when there are none (a hook batch caches host pages only) */
 } ob_mem_cache;
 
 /* Fills *out for ptr. Allocations the driver knows are cached by their whole range; pageable

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "log.h"
 #include "memkind.h"
+#include "sort.h"
 
 /* CUDA ordinals a multi-device batch can use. */
 #define OB_MULTI_MAX 64
@@ -184,7 +185,7 @@ static int check_conflicts(const ob_multi *m)
         spans[n++] = (span){c->dst, c->dst + c->bytes, who, 1, i};
         spans[n++] = (span){c->src, c->src + c->bytes, who, 0, i};
     }
-    qsort(spans, n, sizeof(*spans), by_start);
+    ob_sort_unless_sorted(spans, n, sizeof(*spans), by_start);
     furthest writers = {NULL, NULL}, any = {NULL, NULL};
     int status = OMPBATCH_OK;
     for (size_t s = 0; s < n && status == OMPBATCH_OK; s++) {

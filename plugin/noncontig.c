@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "sort.h"
 
 /* a * b + c, or -1 when it does not fit. */
 static int mul_add(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
@@ -168,7 +169,7 @@ void ob_pieces_normalize(ob_strided_pieces *p)
 {
     if (p->count == 0)
         return;
-    qsort(p->at, p->count, sizeof(*p->at), by_offset);
+    ob_sort_unless_sorted(p->at, p->count, sizeof(*p->at), by_offset);
     size_t n = 0;
     for (size_t k = 0; k < p->count; k++) {
         const ob_strided_piece *c = &p->at[k];

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "levels.h"
 #include "route.h"
+#include "sort.h"
 
 static int reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
 {
@@ -164,20 +165,6 @@ static int classify(const ob_plan_params *params, ob_copy *copy)
 int ob_plan_levels(ob_copy *copies, size_t count, unsigned *levels_out)
 {
     return ob_levels_compute(copies, count, levels_out);
-}
-
-/* glibc's qsort allocates and copies; copies usually arrive in address order, so a linear
- * check first makes the common plan O(n). */
-static void sort_unless_sorted(void *base, size_t count, size_t size,
-                               int (*compare)(const void *, const void *))
-{
-    const char *items = base;
-    for (size_t i = 1; i < count; i++) {
-        if (compare(items + (i - 1) * size, items + i * size) > 0) {
-            qsort(base, count, size, compare);
-            return;
-        }
-    }
 }
 
 /* ---- ordering and merging ---------------------------------------------------------------- */
@@ -572,7 +559,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
         if (plan->copies[i].level > 0 && plan->copies[i].category != OB_CAT_H2H)
             plan->copies[i].attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     }
-    sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
+    ob_sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_merge);
     if (!params->disabled) {
         size_t merged = merge_neighbours(plan->copies, plan->count);
         plan->merged_away = plan->count - merged;
@@ -581,7 +568,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
     route_groups(plan->copies, plan->count, params);
     if ((status = choose_strategies(plan, params)) != OMPBATCH_OK)
         goto fail;
-    sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
+    ob_sort_unless_sorted(plan->copies, plan->count, sizeof(*plan->copies), compare_for_steps);
     if ((status = build_steps(plan, params)) != OMPBATCH_OK)
         goto fail;
     return OMPBATCH_OK;

@@ -287,6 +287,45 @@ TEST_F(Strategy, ALoneLargePageableCopyIsStagedAndASmallOneIsNot)
 // staging: one copy-engine copy into staging and the unpack at the wait, no kernel (the driver
 // would wait inside a copy into pageable memory, and libomptarget's contexts block on waits).
 // Into pinned memory, with the direct strategy, and in batches of the API it goes straight.
+// The hook forgets device memory whenever the runtime may have freed some. A hook batch's plan
+// holds nothing of device memory but its copies' addresses, so the same copies reuse it after
+// a forget (a halo loop keeps its plan across the enter and exit constructs around it); an API
+// batch, which classifies device memory, plans again; other addresses never reuse it.
+TEST_F(Strategy, AHookBatchKeepsItsPlanAcrossForgottenDeviceMemory)
+{
+    const size_t pieces = 64, stride = 4096 + 64, piece = 24;
+    Buffer dev(DEVICE, pieces * stride), host(PAGEABLE, pieces * stride + 64);
+    std::mt19937_64 rng(test_seed() + 47);
+    for (int hook : {1, 0}) {
+        SCOPED_TRACE(hook ? "hook batch" : "API batch");
+        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+        Batch b(0, nullptr, &o);
+        if (hook)
+            ob_batch_set_hook_mode(b.b);
+        for (int round = 0; round < 4; round++) {
+            SCOPED_TRACE("round " + std::to_string(round));
+            size_t shift = round == 3 ? 8 : 0; // the last round's copies land elsewhere
+            dev.fill(rng());
+            std::memset(host.ptr, 0x5A, pieces * stride + 64);
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+            for (size_t i = 0; i < pieces; i++)
+                ASSERT_EQ(OMPBATCH_OK,
+                          ompbatch_batch_add(b.b, host.ptr + i * stride + shift, H,
+                                             dev.ptr + i * stride, 0, piece, OMPBATCH_MAP_FROM));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+            int reused = hook && (round == 1 || round == 2);
+            EXPECT_EQ(reused ? 1u : 0u, b.stats().plan_reused);
+            for (size_t j = 0; j < pieces * stride + 64; j++) {
+                size_t at = j - shift, i = at / stride, in = at % stride;
+                int copied = j >= shift && i < pieces && in < piece;
+                ASSERT_EQ(copied ? dev.ptr[i * stride + in] : 0x5A, host.ptr[j]) << "byte " << j;
+            }
+            ob_batch_forget_device_memory(b.b);
+        }
+    }
+}
+
 TEST_F(Strategy, AHookBatchsLoneCopyIntoPageableMemoryBouncesThroughStaging)
 {
     const size_t extent = (2u << 20) + 256;
