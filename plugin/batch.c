@@ -17,6 +17,7 @@
 #include "nvtx.h"
 #include "omp_runtime.h"
 #include "phase_time.h"
+#include "plan_cache.h"
 #include "plan.h"
 
 typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
@@ -64,6 +65,7 @@ struct ompbatch_batch {
     int plan_reusable;        /* the plan belongs to planned_keys and nothing made it stale */
     unsigned long planned_config; /* ob_config_generation when it was built */
     int plan_reused;          /* the last submit reused it */
+    ob_plan_cache plans;      /* earlier plans, for submits that come back to their copies */
 };
 
 static int is_cuda(const ompbatch_batch *batch)
@@ -688,11 +690,47 @@ static void update_stats(ompbatch_batch *batch)
     }
 }
 
+/* The batch's plan (with its keys) and the slot's trade places. */
+static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot)
+{
+    ob_cached_plan current = {batch->plan,          batch->planned_keys,   batch->planned_count,
+                              batch->planned_capacity, batch->planned_config, 0,
+                              batch->plan_reusable};
+    batch->plan = slot->plan;
+    batch->planned_keys = slot->keys;
+    batch->planned_count = slot->count;
+    batch->planned_capacity = slot->capacity;
+    batch->planned_config = slot->config;
+    batch->plan_reusable = slot->valid;
+    *slot = current;
+    ob_plan_cache_touch(&batch->plans, slot);
+}
+
+/* Finds the added copies' plan among the kept ones and makes it the batch's, keeping the
+ * batch's own in its place. Returns whether it did. */
+static int take_kept_plan(ompbatch_batch *batch)
+{
+    if (!ob_plan_cache_fits(batch->count) || settle_keys(batch) != OMPBATCH_OK)
+        return 0;
+    ob_cached_plan *slot =
+        ob_plan_cache_find(&batch->plans, batch->added, batch->count, ob_config_generation());
+    if (slot == NULL)
+        return 0;
+    int keep = ob_plan_cache_fits(batch->planned_count);
+    swap_with_slot(batch, slot);
+    if (!keep)
+        slot->valid = 0; /* its arrays stay for reuse, not its plan */
+    return 1;
+}
+
 static int plan_and_run(ompbatch_batch *batch)
 {
     int status = OMPBATCH_OK;
-    batch->plan_reused = keys_match(batch);
+    batch->plan_reused = keys_match(batch) || take_kept_plan(batch);
     if (!batch->plan_reused) {
+        /* The plan about to be replaced is kept; the slot's old one gives its arrays. */
+        if (batch->plan_reusable && ob_plan_cache_fits(batch->planned_count))
+            swap_with_slot(batch, ob_plan_cache_victim(&batch->plans));
         uint64_t started = ob_phase_start();
         batch->planned_config = ob_config_generation();
         status = plan_copies(batch, 1);
@@ -790,6 +828,7 @@ void ob_batch_forget_memory_now(ompbatch_batch *batch)
 {
     ob_mem_cache_clear(&batch->cache);
     batch->plan_reusable = 0;
+    ob_plan_cache_invalidate(&batch->plans);
 }
 
 int ompbatch_batch_forget_memory(ompbatch_batch *batch)
@@ -826,8 +865,10 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
      * sides are trusted, each its own range): the same copies at the same addresses plan the
      * same, whatever was freed in between. A loop's updates keep their plan across the
      * enter and exit constructs around them. */
-    if (!batch->hook_mode)
+    if (!batch->hook_mode) {
         batch->plan_reusable = 0;
+        ob_plan_cache_invalidate(&batch->plans);
+    }
 }
 
 static int wait_and_drop_kept(ompbatch_batch *batch)
@@ -871,6 +912,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
     status = status != OMPBATCH_OK ? status : parts;
     ob_plan_free(&batch->plan);
     free(batch->planned_keys);
+    ob_plan_cache_free(&batch->plans);
     free(batch->added);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);

@@ -611,11 +611,11 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
     for (size_t differ : {size_t{0}, n / 2, n - 1}) {
         EXPECT_EQ(0u, round(n, differ)) << "copy " << differ << " differs";
         EXPECT_EQ(1u, round(n, differ)) << "the same again";
-        EXPECT_EQ(0u, round(n, none)) << "back to the first copies";
+        EXPECT_EQ(1u, round(n, none)) << "back to the first copies, whose plan was kept";
         EXPECT_EQ(1u, round(n, none));
     }
     EXPECT_EQ(0u, round(n + 1, none)) << "one copy more";
-    EXPECT_EQ(0u, round(n, none)) << "one copy fewer";
+    EXPECT_EQ(1u, round(n, none)) << "one copy fewer: the kept plan of n";
     EXPECT_EQ(1u, round(n, none));
     // A description in the middle of a refill that matches so far plans what was added.
     {
@@ -707,6 +707,53 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
         ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(fresh.b));
         EXPECT_EQ(1u, fresh.stats().plan_reused);
     }
+}
+
+// A batch keeps the plans of earlier copy sets (plan_cache.h): submits that cycle through up
+// to nine sets of 32 copies or more (the batch's own plan and eight kept) reuse every plan
+// after the first round; ten sets in turn always evict the one coming next; smaller sets are
+// not kept; forgetting memory drops every kept plan. Each round's bytes are checked.
+TEST(Refill, PlansOfEarlierCopySetsAreKept)
+{
+    const size_t piece = 40, stride = 64;
+    std::vector<unsigned char> src = random_bytes(64 * stride * 20 + 64, 91);
+    std::vector<unsigned char> dst(src.size());
+    uint64_t salt = 92;
+    Batch batch;
+    // Set k: `count` copies shifted by k bytes, so that no two sets share a key.
+    auto run = [&](size_t set, size_t count) {
+        std::vector<unsigned char> fresh = random_bytes(src.size(), salt++);
+        std::copy(fresh.begin(), fresh.end(), src.begin());
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        std::vector<unsigned char> expect(dst.size(), 0xA5);
+        for (size_t i = 0; i < count; i++) {
+            size_t at = set * 64 * stride + i * stride + set % 7;
+            EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, &dst[at], H, &src[at], H, piece, 0))
+                << ompbatch_last_error();
+            std::memcpy(&expect[at], &src[at], piece);
+        }
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        EXPECT_EQ(expect, dst) << "set " << set;
+        uint64_t reused = batch.stats().plan_reused;
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        return reused;
+    };
+    for (int round = 0; round < 3; round++)
+        for (size_t set = 0; set < 9; set++)
+            EXPECT_EQ(round > 0 ? 1u : 0u, run(set, 64)) << "nine sets, round " << round;
+    for (int round = 0; round < 2; round++)
+        for (size_t set = 10; set < 20; set++)
+            EXPECT_EQ(0u, run(set, 64)) << "ten new sets evict each other, set " << set;
+    for (int round = 0; round < 2; round++)
+        for (size_t set = 0; set < 3; set++)
+            EXPECT_EQ(0u, run(set, 31)) << "31 copies are not kept, set " << set;
+    for (size_t set = 0; set < 3; set++)
+        run(set, 64);
+    EXPECT_EQ(1u, run(0, 64)) << "kept";
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b));
+    for (size_t set = 1; set < 3; set++)
+        EXPECT_EQ(0u, run(set, 64)) << "forgotten, set " << set;
 }
 
 // Every allocation of a host batch's life fails in turn: each run either completes with the
