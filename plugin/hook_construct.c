@@ -215,6 +215,8 @@ static int *foreign_flag(item *it)
  * parent overlapping only its own members is alone in its range. */
 static int mark_overlaps(item *items, int32_t count)
 {
+    if (count < 2)
+        return 0; /* only another item's span is an overlap */
     size_t n = 0;
     for (int32_t i = 0; i < count; i++)
         n += items[i].strided ? items[i].pieces.count : 1;
@@ -254,39 +256,99 @@ static int mark_overlaps(item *items, int32_t count)
  * are the specification's (OMPBATCH_STRIDED=runtime), the specification's with
  * OMPBATCH_STRIDED=spec. Its range becomes the pieces' span, so that overlaps with other
  * items show. Otherwise the item keeps its reason and no range. */
+/* The last descriptor whose pieces the hook took, and those pieces: a loop's update repeats
+ * its descriptor every step, and enumerating, normalising and comparing two piece lists cost
+ * more than the copies' planning. Only updates use it, under the construct lock, exclusively. */
+#define OB_STRIDED_MEMO_MAX_PIECES ((size_t)1 << 16)
+static struct {
+    ob_non_contig dims[OB_PIECES_MAX_DIMS];
+    int64_t count;             /* dimensions; 0: nothing remembered */
+    ob_strided_choice choice;  /* OMPBATCH_STRIDED when the pieces were chosen */
+    ob_strided_pieces pieces;
+} strided_memo;
+
+/* The remembered pieces, copied into *out, when d is the remembered descriptor. */
+static int strided_recall(const ob_non_contig *d, int64_t dims, size_t budget,
+                          ob_strided_pieces *out)
+{
+    if (strided_memo.count != dims || strided_memo.choice != ob_config_get()->strided ||
+        strided_memo.pieces.count > budget ||
+        memcmp(strided_memo.dims, d, (size_t)dims * sizeof(*d)) != 0)
+        return 0;
+    size_t bytes = (strided_memo.pieces.count + 1) * sizeof(ob_strided_piece);
+    out->at = ob_malloc(bytes);
+    if (out->at == NULL)
+        return 0;
+    memcpy(out->at, strided_memo.pieces.at, bytes - sizeof(ob_strided_piece));
+    out->count = strided_memo.pieces.count;
+    return 1;
+}
+
+static void strided_remember(const ob_non_contig *d, int64_t dims, const ob_strided_pieces *p)
+{
+    strided_memo.count = 0;
+    if (dims > OB_PIECES_MAX_DIMS || p->count > OB_STRIDED_MEMO_MAX_PIECES)
+        return;
+    size_t bytes = (p->count + 1) * sizeof(ob_strided_piece);
+    ob_strided_piece *kept = ob_realloc(strided_memo.pieces.at, bytes);
+    if (kept == NULL)
+        return;
+    memcpy(kept, p->at, bytes - sizeof(ob_strided_piece));
+    memcpy(strided_memo.dims, d, (size_t)dims * sizeof(*d));
+    strided_memo.pieces = (ob_strided_pieces){kept, p->count};
+    strided_memo.choice = ob_config_get()->strided;
+    strided_memo.count = dims;
+}
+
+/* The pieces of a descriptor the hook may copy, as plan_strided chooses them below; 0 when
+ * there are none, with *why set when a reason is known. */
+static int choose_pieces(const ob_non_contig *d, int64_t dims, size_t budget,
+                         ob_strided_pieces *chosen, ob_hook_reason *why)
+{
+    if (dims > 0 && strided_recall(d, dims, budget, chosen))
+        return 1;
+    ob_strided_pieces runtime, spec;
+    if (ob_pieces_runtime(d, dims, budget, &runtime) != OB_PIECES_OK)
+        return 0;
+    ob_pieces_status spec_status = ob_pieces_spec(d, dims, budget, &spec);
+    if (ob_config_get()->strided == OB_STRIDED_SPEC) {
+        ob_pieces_free(&runtime);
+        if (spec_status != OB_PIECES_OK)
+            return 0;
+        *chosen = spec;
+        strided_remember(d, dims, chosen);
+        return 1;
+    }
+    int same = 0;
+    if (spec_status == OB_PIECES_OK) {
+        ob_strided_pieces copy = {ob_malloc((runtime.count + 1) * sizeof(ob_strided_piece)),
+                                  runtime.count};
+        if (copy.at != NULL) {
+            if (runtime.count > 0)
+                memcpy(copy.at, runtime.at, runtime.count * sizeof(ob_strided_piece));
+            same = ob_pieces_same_bytes(&copy, &spec);
+        }
+        ob_pieces_free(&copy);
+        ob_pieces_free(&spec);
+    }
+    if (!same) {
+        ob_pieces_free(&runtime);
+        if (spec_status == OB_PIECES_OK)
+            *why = OB_REASON_STRIDED_DEVIATES;
+        return 0;
+    }
+    *chosen = runtime;
+    strided_remember(d, dims, chosen);
+    return 1;
+}
+
 static void plan_strided(const ob_map_args *a, int32_t i, item *it, size_t *budget)
 {
     const ob_non_contig *d = a->begins[i];
     int64_t dims = a->sizes[i];
-    ob_strided_pieces runtime, spec;
-    if (ob_pieces_runtime(d, dims, *budget, &runtime) != OB_PIECES_OK)
+    ob_strided_pieces chosen;
+    if (!choose_pieces(d, dims, *budget, &chosen, &it->why))
         return;
-    ob_pieces_status spec_status = ob_pieces_spec(d, dims, *budget, &spec);
-    ob_strided_pieces chosen = runtime;
-    if (ob_config_get()->strided == OB_STRIDED_SPEC) {
-        ob_pieces_free(&runtime);
-        if (spec_status != OB_PIECES_OK)
-            return;
-        chosen = spec;
-    } else {
-        int same = 0;
-        if (spec_status == OB_PIECES_OK) {
-            ob_strided_pieces copy = {ob_malloc((runtime.count + 1) * sizeof(ob_strided_piece)), runtime.count};
-            if (copy.at != NULL) {
-                if (runtime.count > 0)
-                    memcpy(copy.at, runtime.at, runtime.count * sizeof(ob_strided_piece));
-                same = ob_pieces_same_bytes(&copy, &spec);
-            }
-            ob_pieces_free(&copy);
-            ob_pieces_free(&spec);
-        }
-        if (!same) {
-            ob_pieces_free(&runtime);
-            if (spec_status == OB_PIECES_OK)
-                it->why = OB_REASON_STRIDED_DEVIATES;
-            return;
-        }
-    }
     uintptr_t base = (uintptr_t)a->bases[i];
     uint64_t low = UINT64_MAX, high = 0;
     for (size_t k = 0; k < chosen.count; k++) {
@@ -581,20 +643,29 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
     const ob_hook_runtime *rt = ob_hook_runtime_get();
     uintptr_t base = (uintptr_t)a->bases[i];
     size_t n = 0;
+    /* The pieces' span inside one entry (a column of a mapped grid): so is every piece. */
+    ob_mirror_entry *whole = NULL;
+    if (ob_mirror_find(c->device, it->begin, it->end, &whole) != OB_MIRROR_INSIDE)
+        whole = NULL;
+    if (whole != NULL && !ob_hook_device_usable(c->device, whole->device)) {
+        it->why = OB_REASON_DEVICE;
+        return 0;
+    }
     for (size_t k = 0; k < it->pieces.count; k++) {
         const ob_strided_piece *p = &it->pieces.at[k];
         if (p->size == 0)
             continue;
         uintptr_t host = base + (uintptr_t)p->offset;
-        ob_mirror_entry *entry = NULL;
-        if (ob_mirror_find(c->device, host, host + (uintptr_t)p->size, &entry) !=
-            OB_MIRROR_INSIDE) {
+        ob_mirror_entry *entry = whole;
+        if (entry == NULL &&
+            ob_mirror_find(c->device, host, host + (uintptr_t)p->size, &entry) !=
+                OB_MIRROR_INSIDE) {
             if (!runtime_has(rt, (void *)host, c->device))
                 continue;
             it->why = OB_REASON_UNKNOWN;
             return 0;
         }
-        if (!ob_hook_device_usable(c->device, entry->device)) {
+        if (entry != whole && !ob_hook_device_usable(c->device, entry->device)) {
             it->why = OB_REASON_DEVICE;
             return 0;
         }
