@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "backend.h"
 #include "config.h"
 #include "hook_copy.h"
 #include "hook_mapper.h"
@@ -1082,7 +1083,10 @@ void ob_hook_end(const ob_construct *c)
     size_t candidates = plan_end(c, items, s.types, &staging_bytes);
     /* The device copies go to staging before the runtime frees the device memory; host
      * memory is written afterwards, and only where the runtime would have written it. */
-    unsigned char *staging = candidates > 0 ? ob_malloc(staging_bytes) : NULL;
+    ob_hook_buffer buffer = {NULL, NULL};
+    if (candidates > 0 && ob_hook_buffer_get(c->device, staging_bytes, &buffer) != 0)
+        buffer.bytes = NULL;
+    unsigned char *staging = buffer.bytes;
     size_t n = 0;
     for (int32_t i = 0; i < a->count && staging != NULL; i++) {
         item *it = &items[i];
@@ -1108,20 +1112,26 @@ void ob_hook_end(const ob_construct *c)
 
     const ob_hook_runtime *rt = ob_hook_runtime_get();
     size_t done = 0;
+    /* The moves reuse the copy list's memory: an ob_hook_copy is no smaller than a move. */
+    ob_host_move *moves = (ob_host_move *)s.copies;
+    _Static_assert(sizeof(ob_host_move) <= sizeof(ob_hook_copy), "moves fit the copy list");
     for (int32_t i = 0; i < a->count && candidates > 0; i++) {
         item *it = &items[i];
         if (it->why != OB_REASON_NONE)
             continue;
         /* The runtime copies `always` items whatever the count, and the others only when it
          * removed the entry. */
-        if ((it->type & OB_MAP_ALWAYS) || !runtime_has(rt, (void *)it->begin, c->device)) {
-            memcpy((void *)it->begin, staging + it->staging, (size_t)(it->end - it->begin));
-            done++;
-        } else {
+        if ((it->type & OB_MAP_ALWAYS) || !runtime_has(rt, (void *)it->begin, c->device))
+            moves[done++] = (ob_host_move){(void *)it->begin, staging + it->staging,
+                                           (size_t)(it->end - it->begin)};
+        else
             it->why = OB_REASON_STILL_MAPPED;
-        }
     }
-    free(staging);
+    /* Large ones in parallel, as the staged strategy unpacks. */
+    if (done > 0)
+        ob_host_moves_run(moves, done, 0);
+    if (candidates > 0)
+        ob_hook_buffer_put(&buffer);
     settle_end(c, items);
     ob_hook_copy_forget_memory();
     log_construct(c, items, a->count, done);

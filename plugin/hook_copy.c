@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "backend.h"
 #include "staging.h"
 #include "batch.h"
@@ -203,6 +204,38 @@ int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, 
                   "them instead", count, device, ompbatch_last_error());
     int reset = ompbatch_batch_reset(batch);
     return status != OMPBATCH_OK ? status : reset;
+}
+
+int ob_hook_buffer_get(int device, size_t bytes, ob_hook_buffer *out)
+{
+    out->bytes = NULL;
+    out->region = NULL;
+    if (device >= 0 && device < OB_MIRROR_MAX_DEVICES && verdicts[device] == VERDICT_USABLE &&
+        executors[device].kind == OB_DEVICE_CUDA) {
+        int pushed = 0;
+        if (ob_driver_enter_context(executors[device].ordinal, &pushed) == OMPBATCH_OK) {
+            if (ob_staging_acquire(executors[device].ordinal, bytes, 0, &out->region) ==
+                OMPBATCH_OK)
+                out->bytes = out->region->host;
+            else
+                ob_log(2, "hook: %zu bytes of pinned staging refused (%s); using host memory",
+                       bytes, ompbatch_last_error());
+            ob_driver_leave_context(pushed);
+        }
+    }
+    if (out->bytes == NULL)
+        out->bytes = ob_malloc(bytes > 0 ? bytes : 1);
+    return out->bytes != NULL ? 0 : -1;
+}
+
+void ob_hook_buffer_put(ob_hook_buffer *buffer)
+{
+    if (buffer->region != NULL)
+        ob_staging_release(buffer->region);
+    else
+        free(buffer->bytes);
+    buffer->bytes = NULL;
+    buffer->region = NULL;
 }
 
 /* Device memory the runtime frees is reused for other mappings: drop what the batches learnt

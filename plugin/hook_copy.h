@@ -26,6 +26,20 @@ int ob_hook_device_usable(int device, uintptr_t device_address);
  * instead. */
 int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, size_t count);
 
+/* A host buffer for bytes a construct copies out of a device before it may write them where
+ * they belong: pinned staging of the device's pool when the device copies through CUDA (the
+ * device's copies land in it directly, no staging of their own), else malloc'd memory. */
+typedef struct ob_hook_buffer {
+    unsigned char *bytes;
+    struct ob_staging *region; /* the staging region holding it, or NULL */
+} ob_hook_buffer;
+
+/* Returns 0 with out->bytes holding at least `bytes`, or -1 when no memory is to be had. */
+int ob_hook_buffer_get(int device, size_t bytes, ob_hook_buffer *out);
+
+/* Gives the buffer back (its copies have been waited for). */
+void ob_hook_buffer_put(ob_hook_buffer *buffer);
+
 /* Drops what this thread's batches learnt about device memory: called after the runtime may
  * have freed device memory (ends, disassociations). Host entries and other threads' batches
  * stay: a stale kind only costs speed, because hook batches never let the copy kernel touch
