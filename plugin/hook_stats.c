@@ -163,6 +163,10 @@ static void print_at_exit(void)
 {
     ompbatch_hook_stats s;
     snapshot(&s);
+    /* Only processes the hook ran in report: under LD_PRELOAD every child a program starts
+     * (a compiler the runtime's JIT runs, a shell) loads the library too. */
+    if (s.state == OMPBATCH_HOOK_NOT_LOADED)
+        return;
     char paths[64] = "";
     const char *names[] = {"batch", "per-copy", "host", "kernel", "staged"};
     for (unsigned bit = 0; bit < sizeof(names) / sizeof(names[0]); bit++) {
