@@ -599,12 +599,16 @@ static int prepare(const ob_construct *c, scratch *s, int mappers_whole)
     if (a->count <= 0 || mapper || scratch_alloc(s, a->count) != 0) {
         /* A mapper's components reach the runtime through the hook's
          * __tgt_push_mapper_component: what they touch leaves the mirror. */
+        /* A data begin's mapper components are probed as pushed, to learn what they create. */
+        int learn = mapper && kind_of(c) == OB_KIND_BEGIN;
         if (mapper)
-            ob_mapper_record_start();
+            ob_mapper_record_start(learn ? c->device : -1);
         forward_whole(c);
         if (mapper && ob_mapper_record_finish(c->device, 1) != 0)
             ob_mirror_drop_device(c->device);
         forget_items(c);
+        if (learn)
+            ob_mapper_learn_created(c->device, a);
         return -1;
     }
     if (describe_items(a, s->items, kind_of(c) == OB_KIND_UPDATE) != 0) {

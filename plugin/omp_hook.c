@@ -360,7 +360,7 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     }
     int mappers = ob_hook_kernel_maps(device, args);
     if (mappers)
-        ob_mapper_record_start();
+        ob_mapper_record_start(-1);
     uint64_t started = ob_phase_start();
     in_runtime++;
     int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);

@@ -406,6 +406,40 @@ static void test_mapper_named(void)
     ht_buf_free(&w);
 }
 
+/* A mapper's enter, then plain updates of the data it mapped (v.p[0:n], spelled without the
+ * mapper), then the mapper's exit: the hook learns the data's entry from the mapper's
+ * components and batches the updates (UPDATES of them, counted in the test's minimums). */
+enum { MAPPER_PLAIN_UPDATES = 4 };
+
+static void test_mapper_then_plain_updates(void)
+{
+    vec_case c = vec_case_new(60);
+    vec *sp = leaked_vec(&c.s);
+    int tag = c.s.tag;
+#pragma omp target enter data map(mapper(deep), to : sp[0:1])
+    vec_step(&c, sp, tag, tag + 1, 61, "mapper+plain: after enter");
+    double *p = sp->p;
+    int n = sp->n;
+    for (int u = 0; u < MAPPER_PLAIN_UPDATES; u += 2) {
+        vec_poison(&c, 62 + (uint64_t)u);
+#pragma omp target update from(p[0:n])
+        memcpy(c.phost, c.pdev, vec_bytes(&c));
+        vec_expect_host(&c, sp, tag, "mapper+plain: after update from");
+        ht_fill_unlike(c.host_p, c.pdev, vec_bytes(&c), 63 + (uint64_t)u);
+        memcpy(c.phost, c.host_p, vec_bytes(&c));
+        memcpy(c.pdev, c.host_p, vec_bytes(&c));
+#pragma omp target update to(p[0:n])
+        vec_step(&c, sp, tag + 1, tag + 1, 64 + (uint64_t)u, "mapper+plain: after update to");
+    }
+    vec_poison(&c, 70);
+#pragma omp target exit data map(mapper(deep), from : sp[0:1])
+    memcpy(c.phost, c.pdev, vec_bytes(&c));
+    vec_expect_host(&c, sp, tag + 1, "mapper+plain: after exit");
+    CHECK(ht_is_unmapped(c.host_p, vec_bytes(&c)), "mapper+plain: data still mapped after exit");
+    ht_report("mapper+plain: data", c.host_p, vec_bytes(&c));
+    vec_case_free(&c);
+}
+
 enum { NVECS = 3 };
 
 /* A named mapper applied to each element of an array of structs. */
@@ -714,6 +748,7 @@ int main(int argc, char **argv)
     test_attach_combined();
     test_struct_learnt();
     test_mapper_named();
+    test_mapper_then_plain_updates();
     test_mapper_array();
     test_mapper_default();
     test_mapper_beside_arrays();
