@@ -36,7 +36,7 @@ struct ompbatch_batch {
     CUstream stream;
     ompbatch_batch_options options;
     /* The copies as added: only what the caller gave, 40 bytes each (add is the hot path).
-     * While `replaying`, added[0, count) is not written: those copies are planned_keys[0,
+     * While `replaying`, added[0, count) is not written: those copies are current.keys[0,
      * count), each compared as it was added (settle_keys writes them out when needed). */
     ob_copy_key *added;
     size_t count;
@@ -46,7 +46,6 @@ struct ompbatch_batch {
     ob_copy *copies;
     size_t capacity;
     batch_state state;
-    ob_plan plan;
     ob_mem_cache cache;
     ob_exec exec;
     ompbatch_stats stats;
@@ -57,13 +56,10 @@ struct ompbatch_batch {
      * batch goes to `multi` instead of `added`. */
     ob_multi *multi;
     int multi_active;
-    /* The copies the plan was built from: a submit of the very same copies (an iteration of a
-     * solver refilling its batch) reuses the plan instead of building it again. */
-    ob_copy_key *planned_keys;
-    size_t planned_count;
-    size_t planned_capacity;
-    int plan_reusable;        /* the plan belongs to planned_keys and nothing made it stale */
-    unsigned long planned_config; /* ob_config_generation when it was built */
+    /* The plan and the copies it was built from (its keys): a submit of the very same copies
+     * (an iteration of a solver refilling its batch) reuses the plan instead of building it
+     * again. `valid`: the plan belongs to its keys and nothing made it stale. */
+    ob_cached_plan current;
     int plan_reused;          /* the last submit reused it */
     ob_plan_cache plans;      /* earlier plans, for submits that come back to their copies */
 };
@@ -279,8 +275,8 @@ static int settle_keys(ompbatch_batch *batch)
     if (!batch->replaying)
         return OMPBATCH_OK;
     if (batch->count > batch->added_capacity) {
-        /* planned_capacity >= planned_count >= count: the next adds need not grow it soon */
-        size_t capacity = batch->planned_capacity;
+        /* current.capacity >= current.count >= count: the next adds need not grow it soon */
+        size_t capacity = batch->current.capacity;
         ob_copy_key *grown = ob_realloc(batch->added, capacity * sizeof(*grown));
         if (grown == NULL)
             return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies",
@@ -289,7 +285,7 @@ static int settle_keys(ompbatch_batch *batch)
         batch->added_capacity = capacity;
     }
     if (batch->count > 0)
-        memcpy(batch->added, batch->planned_keys, batch->count * sizeof(*batch->added));
+        memcpy(batch->added, batch->current.keys, batch->count * sizeof(*batch->added));
     batch->replaying = 0;
     return OMPBATCH_OK;
 }
@@ -451,8 +447,8 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
             ob_copy_key key = {(uintptr_t)dst, (uintptr_t)src,   bytes,
                                map_type,       (ob_side)dst_side, (ob_side)src_side};
             if (batch->replaying) {
-                const ob_copy_key *was = batch->count < batch->planned_count
-                                             ? &batch->planned_keys[batch->count]
+                const ob_copy_key *was = batch->count < batch->current.count
+                                             ? &batch->current.keys[batch->count]
                                              : NULL;
                 /* Field by field: memcmp is a library call here, and cost 4x the add. */
                 if (was != NULL && was->dst == key.dst && was->src == key.src &&
@@ -600,9 +596,9 @@ static int plan_copies(ompbatch_batch *batch, int take)
          (batch->count == 1 && batch->added[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
         params.cost = ob_cost_model_for(batch->device.ordinal);
     if (take)
-        return ob_plan_build_from(&batch->plan, &batch->copies, &batch->capacity, batch->count,
-                                  &params);
-    return ob_plan_build(&batch->plan, batch->copies, batch->count, &params);
+        return ob_plan_build_from(&batch->current.plan, &batch->copies, &batch->capacity,
+                                  batch->count, &params);
+    return ob_plan_build(&batch->current.plan, batch->copies, batch->count, &params);
 }
 
 static int build_plan(ompbatch_batch *batch)
@@ -616,23 +612,23 @@ _Static_assert(sizeof(ob_copy_key) == 4 * sizeof(uint64_t) + 2 * sizeof(ob_side)
 
 static int keys_match(const ompbatch_batch *batch)
 {
-    if (!batch->plan_reusable || batch->planned_count != batch->count ||
-        batch->planned_config != ob_config_generation())
+    if (!batch->current.valid || batch->current.count != batch->count ||
+        batch->current.config != ob_config_generation())
         return 0;
     /* A refill still replaying compared every copy as it was added. */
     return batch->replaying || batch->count == 0 ||
-           memcmp(batch->added, batch->planned_keys, batch->count * sizeof(ob_copy_key)) == 0;
+           memcmp(batch->added, batch->current.keys, batch->count * sizeof(ob_copy_key)) == 0;
 }
 
 /* The added copies become the keys of the plan just built from them: the two arrays trade
  * places, and the next fill writes over the old keys. */
 static void remember_keys(ompbatch_batch *batch)
 {
-    ob_copy_key *keys = batch->planned_keys;
-    size_t capacity = batch->planned_capacity;
-    batch->planned_keys = batch->added;
-    batch->planned_capacity = batch->added_capacity;
-    batch->planned_count = batch->count;
+    ob_copy_key *keys = batch->current.keys;
+    size_t capacity = batch->current.capacity;
+    batch->current.keys = batch->added;
+    batch->current.capacity = batch->added_capacity;
+    batch->current.count = batch->count;
     batch->added = keys;
     batch->added_capacity = capacity;
     batch->replaying = 0; /* settled by the plan (or, after a failure, never to be reused) */
@@ -655,7 +651,7 @@ static int with_context(ompbatch_batch *batch, int (*fn)(ompbatch_batch *))
 static void update_stats(ompbatch_batch *batch)
 {
     ompbatch_stats *stats = &batch->stats;
-    const ob_plan *plan = &batch->plan;
+    const ob_plan *plan = &batch->current.plan;
     stats->copies_added = batch->count;
     stats->copies_zero = plan->zero_copies;
     stats->copies_planned = plan->count;
@@ -693,16 +689,9 @@ static void update_stats(ompbatch_batch *batch)
 /* The batch's plan (with its keys) and the slot's trade places. */
 static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot)
 {
-    ob_cached_plan current = {batch->plan,          batch->planned_keys,   batch->planned_count,
-                              batch->planned_capacity, batch->planned_config, 0,
-                              batch->plan_reusable};
-    batch->plan = slot->plan;
-    batch->planned_keys = slot->keys;
-    batch->planned_count = slot->count;
-    batch->planned_capacity = slot->capacity;
-    batch->planned_config = slot->config;
-    batch->plan_reusable = slot->valid;
-    *slot = current;
+    ob_cached_plan kept = batch->current;
+    batch->current = *slot;
+    *slot = kept;
     ob_plan_cache_touch(&batch->plans, slot);
 }
 
@@ -716,7 +705,7 @@ static int take_kept_plan(ompbatch_batch *batch)
         ob_plan_cache_find(&batch->plans, batch->added, batch->count, ob_config_generation());
     if (slot == NULL)
         return 0;
-    int keep = ob_plan_cache_fits(batch->planned_count);
+    int keep = ob_plan_cache_fits(batch->current.count);
     swap_with_slot(batch, slot);
     if (!keep)
         slot->valid = 0; /* its arrays stay for reuse, not its plan */
@@ -729,25 +718,25 @@ static int plan_and_run(ompbatch_batch *batch)
     batch->plan_reused = keys_match(batch) || take_kept_plan(batch);
     if (!batch->plan_reused) {
         /* The plan about to be replaced is kept; the slot's old one gives its arrays. */
-        if (batch->plan_reusable && ob_plan_cache_fits(batch->planned_count))
+        if (batch->current.valid && ob_plan_cache_fits(batch->current.count))
             swap_with_slot(batch, ob_plan_cache_victim(&batch->plans));
         uint64_t started = ob_phase_start();
-        batch->planned_config = ob_config_generation();
+        batch->current.config = ob_config_generation();
         status = plan_copies(batch, 1);
         remember_keys(batch);
-        batch->plan_reusable = status == OMPBATCH_OK;
+        batch->current.valid = status == OMPBATCH_OK;
         ob_phase_end(OB_PHASE_PLAN, started);
     }
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",
-               batch->device.number, batch->count, batch->plan.count, batch->plan.step_count,
-               batch->plan.attr_count);
+               batch->device.number, batch->count, batch->current.plan.count,
+               batch->current.plan.step_count, batch->current.plan.attr_count);
         uint64_t started = ob_phase_start();
-        status = ob_exec_run(&batch->exec, &batch->plan);
+        status = ob_exec_run(&batch->exec, &batch->current.plan);
         ob_phase_end(OB_PHASE_ENQUEUE, started);
     }
     if (status != OMPBATCH_OK)
-        batch->plan_reusable = 0; /* plan again after any failure */
+        batch->current.valid = 0; /* plan again after any failure */
     return status;
 }
 
@@ -811,7 +800,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
     }
     batch->count = 0;
     /* The refill is compared with the plan's copies as it comes (settle_keys). */
-    batch->replaying = batch->plan_reusable && batch->planned_count > 0;
+    batch->replaying = batch->current.valid && batch->current.count > 0;
     batch->state = BATCH_OPEN;
     batch->exec.done = 0;
     batch->exec.driver_calls = 0;
@@ -827,7 +816,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
 void ob_batch_forget_memory_now(ompbatch_batch *batch)
 {
     ob_mem_cache_clear(&batch->cache);
-    batch->plan_reusable = 0;
+    batch->current.valid = 0;
     ob_plan_cache_invalidate(&batch->plans);
 }
 
@@ -866,7 +855,7 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
      * same, whatever was freed in between. A loop's updates keep their plan across the
      * enter and exit constructs around them. */
     if (!batch->hook_mode) {
-        batch->plan_reusable = 0;
+        batch->current.valid = 0;
         ob_plan_cache_invalidate(&batch->plans);
     }
 }
@@ -910,8 +899,8 @@ int ob_batch_destroy(ompbatch_batch *batch)
                  : OMPBATCH_OK;
     int parts = ob_multi_destroy(batch->multi);
     status = status != OMPBATCH_OK ? status : parts;
-    ob_plan_free(&batch->plan);
-    free(batch->planned_keys);
+    ob_plan_free(&batch->current.plan);
+    free(batch->current.keys);
     ob_plan_cache_free(&batch->plans);
     free(batch->added);
     ob_mem_cache_free(&batch->cache);
@@ -963,12 +952,12 @@ int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_
         return OMPBATCH_OK;
     }
     if (batch->state == BATCH_OPEN) {
-        batch->plan_reusable = 0; /* the plan is rebuilt from the copies added so far */
+        batch->current.valid = 0; /* the plan is rebuilt from the copies added so far */
         int status = with_context(batch, build_plan);
         if (status != OMPBATCH_OK)
             return status;
     }
-    size_t length = ob_plan_describe(&batch->plan, buf, size);
+    size_t length = ob_plan_describe(&batch->current.plan, buf, size);
     if (needed != NULL)
         *needed = length;
     return OMPBATCH_OK;

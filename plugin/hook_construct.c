@@ -32,23 +32,6 @@
 /* "update maps.c:42" for the NVTX range of the construct's batch, from its source location
  * (";file;function;line;column;;" when the compiler recorded one). Built only while a profiler
  * listens; NULL otherwise. */
-/* The hook's questions to the runtime, timed (OMPBATCH_STATS=1): each takes its locks. */
-static int runtime_has(const ob_hook_runtime *rt, const void *ptr, int device)
-{
-    uint64_t started = ob_phase_start();
-    int present = rt->is_present(ptr, device);
-    ob_phase_end(OB_PHASE_QUERY, started);
-    return present;
-}
-
-static void *runtime_mapped(const ob_hook_runtime *rt, const void *ptr, int device)
-{
-    uint64_t started = ob_phase_start();
-    void *mapped = rt->get_mapped_ptr(ptr, device);
-    ob_phase_end(OB_PHASE_QUERY, started);
-    return mapped;
-}
-
 static const char *range_label(const ob_construct *c, char *buf, size_t size)
 {
     if (!ob_nvtx_active())
@@ -645,7 +628,6 @@ static int make_room_for_pieces(scratch *s)
 static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_t i, item *it,
                              ob_hook_copy *out)
 {
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     uintptr_t base = (uintptr_t)a->bases[i];
     size_t n = 0;
     /* The pieces' span inside one entry (a column of a mapped grid): so is every piece. */
@@ -665,7 +647,7 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
         if (entry == NULL &&
             ob_mirror_find(c->device, host, host + (uintptr_t)p->size, &entry) !=
                 OB_MIRROR_INSIDE) {
-            if (!runtime_has(rt, (void *)host, c->device))
+            if (!ob_hook_runtime_has((void *)host, c->device))
                 continue;
             it->why = OB_REASON_UNKNOWN;
             return 0;
@@ -799,7 +781,6 @@ enum follow_kind { FOLLOW_NOT = 0, FOLLOW_NEW, FOLLOW_COUNTED, FOLLOW_MEMBER };
 static void plan_struct_items(const ob_construct *c, item *items)
 {
     const ob_map_args *a = &c->args;
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
         if (it->why != OB_REASON_STRUCT)
@@ -817,8 +798,8 @@ static void plan_struct_items(const ob_construct *c, item *items)
         ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, NULL);
         if (found == OB_MIRROR_INSIDE)
             it->follow = FOLLOW_COUNTED;
-        else if (found == OB_MIRROR_ABSENT && !runtime_has(rt, (void *)it->begin, c->device) &&
-                 !runtime_has(rt, (void *)(it->end - 1), c->device))
+        else if (found == OB_MIRROR_ABSENT && !ob_hook_runtime_has((void *)it->begin, c->device) &&
+                 !ob_hook_runtime_has((void *)(it->end - 1), c->device))
             it->follow = FOLLOW_NEW;
     }
 }
@@ -826,7 +807,6 @@ static void plan_struct_items(const ob_construct *c, item *items)
 /* After the runtime: the entries of followed struct items, new or counted once more. */
 static void learn_struct_items(const ob_construct *c, const item *items)
 {
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     for (int32_t i = 0; i < c->args.count; i++) {
         const item *it = &items[i];
         int hold = (it->type & OB_MAP_OMPX_HOLD) != 0;
@@ -839,7 +819,7 @@ static void learn_struct_items(const ob_construct *c, const item *items)
                     entry->dyn++;
             }
         } else if (it->follow == FOLLOW_NEW) {
-            void *device = runtime_mapped(rt, (void *)it->begin, c->device);
+            void *device = ob_hook_runtime_mapped((void *)it->begin, c->device);
             if (device == NULL)
                 continue;
             ob_mirror_entry entry = {.begin = it->begin, .end = it->end,
@@ -854,7 +834,6 @@ static void learn_struct_items(const ob_construct *c, const item *items)
 static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
 {
     const ob_map_args *a = &c->args;
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     size_t candidates = 0;
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
@@ -876,8 +855,8 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
         }
         /* Not in the mirror: new only if the runtime has nothing at either end either (an
          * entry strictly inside the range is an error the runtime reports itself). */
-        if (runtime_has(rt, (void *)it->begin, c->device) ||
-            runtime_has(rt, (void *)(it->end - 1), c->device)) {
+        if (ob_hook_runtime_has((void *)it->begin, c->device) ||
+            ob_hook_runtime_has((void *)(it->end - 1), c->device)) {
             it->why = OB_REASON_EXISTING;
             continue;
         }
@@ -921,7 +900,6 @@ void ob_hook_begin(const ob_construct *c)
     ob_hook_forward(c, candidates > 0 ? &changed : a, candidates == 0);
 
     /* The runtime has created the new entries: learn them, then copy. */
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     size_t n = 0;
     for (int32_t i = 0; i < a->count; i++) {
         item *it = &items[i];
@@ -937,7 +915,7 @@ void ob_hook_begin(const ob_construct *c)
         }
         if (!it->is_new)
             continue;
-        void *device = runtime_mapped(rt, (void *)it->begin, c->device);
+        void *device = ob_hook_runtime_mapped((void *)it->begin, c->device);
         if (device == NULL) {
             /* The runtime did not map it after all; it would not have copied either. */
             if (it->why == OB_REASON_NONE)
@@ -1058,14 +1036,13 @@ static size_t plan_end(const ob_construct *c, item *items, int64_t *types, size_
 static void settle_end(const ob_construct *c, const item *items)
 {
     const ob_map_args *a = &c->args;
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     for (int32_t i = 0; i < a->count; i++) {
         const item *it = &items[i];
         if (it->was_mirrored) {
             ob_mirror_entry *entry = NULL;
             if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE &&
-                (entry->dyn + entry->hold == 0 || !runtime_has(rt, (void *)entry->begin,
-                                                                  c->device)))
+                (entry->dyn + entry->hold == 0 ||
+                 !ob_hook_runtime_has((void *)entry->begin, c->device)))
                 ob_mirror_drop_range(c->device, entry->begin, entry->end);
         } else if (it->why != OB_REASON_NONE && it->why != OB_REASON_SKIPPED &&
                    it->why != OB_REASON_UNKNOWN) {
@@ -1114,7 +1091,6 @@ void ob_hook_end(const ob_construct *c)
     changed.types = s.types;
     ob_hook_forward(c, candidates > 0 ? &changed : a, candidates == 0);
 
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     size_t done = 0;
     /* The moves reuse the copy list's memory: an ob_hook_copy is no smaller than a move. */
     ob_host_move *moves = (ob_host_move *)s.copies;
@@ -1125,7 +1101,7 @@ void ob_hook_end(const ob_construct *c)
             continue;
         /* The runtime copies `always` items whatever the count, and the others only when it
          * removed the entry. */
-        if ((it->type & OB_MAP_ALWAYS) || !runtime_has(rt, (void *)it->begin, c->device))
+        if ((it->type & OB_MAP_ALWAYS) || !ob_hook_runtime_has((void *)it->begin, c->device))
             moves[done++] = (ob_host_move){(void *)it->begin, staging + it->staging,
                                            (size_t)(it->end - it->begin)};
         else
@@ -1221,8 +1197,8 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
      * the begin creates it. */
     if (ob_globals_overlap(begin, end))
         return REGION_ITEM_UNSAFE;
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
-    if (runtime_has(rt, (void *)begin, device) || runtime_has(rt, (void *)(end - 1), device))
+    if (ob_hook_runtime_has((void *)begin, device) ||
+        ob_hook_runtime_has((void *)(end - 1), device))
         return REGION_ITEM_UNSAFE;
     int to = (t & OB_MAP_TO) != 0;
     return to && from ? REGION_ITEM_NEW_TOFROM

@@ -9,7 +9,6 @@
 #include "hook_runtime.h"
 #include "log.h"
 #include "omp_abi.h"
-#include "phase_time.h"
 
 typedef struct component {
     uintptr_t base;
@@ -42,12 +41,8 @@ void ob_mapper_record_start(int probe_device)
  * mapper function). */
 static int runtime_has_either_end(int device, uintptr_t begin, int64_t size)
 {
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
-    uint64_t started = ob_phase_start();
-    int has = rt->is_present((void *)begin, device) ||
-              rt->is_present((void *)(begin + (uintptr_t)size - 1), device);
-    ob_phase_end(OB_PHASE_QUERY, started);
-    return has;
+    return ob_hook_runtime_has((void *)begin, device) ||
+           ob_hook_runtime_has((void *)(begin + (uintptr_t)size - 1), device);
 }
 
 void ob_mapper_record(void *base, void *begin, int64_t size, int64_t type)
@@ -137,7 +132,6 @@ void ob_mapper_learn_created(int device, const ob_map_args *args)
 {
     if (record.incomplete || record.probe_device != device)
         return;
-    const ob_hook_runtime *rt = ob_hook_runtime_get();
     for (size_t i = 0; i < record.count; i++) {
         const component *c = &record.items[i];
         int pointer = (c->type & OB_MAP_PTR_AND_OBJ) != 0;
@@ -147,10 +141,8 @@ void ob_mapper_learn_created(int device, const ob_map_args *args)
         if (end <= begin || shared(i, begin, end, args) || ob_globals_overlap(begin, end) ||
             ob_mirror_find(device, begin, end, NULL) != OB_MIRROR_ABSENT)
             continue;
-        uint64_t started = ob_phase_start();
-        char *first = rt->get_mapped_ptr((void *)begin, device);
-        char *last = rt->get_mapped_ptr((void *)(end - 1), device);
-        ob_phase_end(OB_PHASE_QUERY, started);
+        char *first = ob_hook_runtime_mapped((void *)begin, device);
+        char *last = ob_hook_runtime_mapped((void *)(end - 1), device);
         if (first == NULL || last != first + (c->size - 1))
             continue;
         int hold = (c->type & OB_MAP_OMPX_HOLD) != 0;

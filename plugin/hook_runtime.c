@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phase_time.h"
+
 static ob_hook_runtime runtime;
 static pthread_once_t runtime_once = PTHREAD_ONCE_INIT;
 
@@ -81,4 +83,20 @@ const ob_hook_runtime *ob_hook_runtime_get(void)
 {
     pthread_once(&runtime_once, look_up);
     return &runtime;
+}
+
+int ob_hook_runtime_has(const void *ptr, int device)
+{
+    uint64_t started = ob_phase_start();
+    int present = ob_hook_runtime_get()->is_present(ptr, device);
+    ob_phase_end(OB_PHASE_QUERY, started);
+    return present;
+}
+
+void *ob_hook_runtime_mapped(const void *ptr, int device)
+{
+    uint64_t started = ob_phase_start();
+    void *mapped = ob_hook_runtime_get()->get_mapped_ptr(ptr, device);
+    ob_phase_end(OB_PHASE_QUERY, started);
+    return mapped;
 }

@@ -36,4 +36,9 @@ typedef struct ob_hook_runtime {
 /* Looks the runtime up on first use (thread-safe) and returns it. Never NULL. */
 const ob_hook_runtime *ob_hook_runtime_get(void);
 
+/* The hook's questions to the runtime (omp_target_is_present, omp_get_mapped_ptr), timed as
+ * the query phase (OMPBATCH_STATS=1): each takes the runtime's locks. */
+int ob_hook_runtime_has(const void *ptr, int device);
+void *ob_hook_runtime_mapped(const void *ptr, int device);
+
 #endif
