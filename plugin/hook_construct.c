@@ -719,15 +719,19 @@ void ob_hook_update(const ob_construct *c)
             continue;
         }
         it->device = entry->device + (it->begin - entry->begin);
-        int to = (it->type & OB_MAP_TO) != 0;
-        /* libomptarget 16 copies `from` before `to` within an item; an item is one or the
-         * other in practice, but keep that order for an item with both. */
+        /* An item is one or the other in practice, but keep the runtime's order for an item
+         * with both: 16 copies `from` first, 19 `to`. */
+        ob_hook_copy to = {(void *)it->device, (const void *)it->begin,
+                           (size_t)(it->end - it->begin), 1};
+        ob_hook_copy from = {(void *)it->begin, (const void *)it->device,
+                             (size_t)(it->end - it->begin), 0};
+        int to_first = ob_hook_runtime_get()->version->update_to_first;
+        if ((it->type & OB_MAP_TO) && to_first)
+            s.copies[batched++] = to;
         if (it->type & OB_MAP_FROM)
-            s.copies[batched++] = (ob_hook_copy){(void *)it->begin, (const void *)it->device,
-                                                 (size_t)(it->end - it->begin), 0};
-        if (to)
-            s.copies[batched++] = (ob_hook_copy){(void *)it->device, (const void *)it->begin,
-                                                 (size_t)(it->end - it->begin), 1};
+            s.copies[batched++] = from;
+        if ((it->type & OB_MAP_TO) && !to_first)
+            s.copies[batched++] = to;
     }
     if (keep_whole) {
         for (int32_t i = 0; i < a->count; i++)

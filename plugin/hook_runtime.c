@@ -76,6 +76,7 @@ static void look_up(void)
         info.dli_fname != NULL) {
         snprintf(runtime.path, sizeof(runtime.path), "%s", info.dli_fname);
         runtime.major = version_from_path(info.dli_fname);
+        runtime.version = ob_runtime_version_find(runtime.major);
     }
 }
 

@@ -4,12 +4,14 @@
 #ifndef OMPBATCH_PLUGIN_HOOK_RUNTIME_H
 #define OMPBATCH_PLUGIN_HOOK_RUNTIME_H
 
+#include "hook_versions.h"
 #include "omp_abi.h"
 
 typedef struct ob_hook_runtime {
     int complete;             /* every entry point below was found */
     int present;              /* any libomptarget entry point (__tgt_*) was found */
     int major;                /* LLVM major version of libomptarget; 0 if unknown */
+    const ob_runtime_version *version; /* its row of the hook's table; NULL: not batched for */
     char path[256];           /* the library the entry points came from */
     char missing[128];        /* first entry point not found, when !complete */
     ob_tgt_data_fn begin;

@@ -31,13 +31,18 @@ typedef struct ob_kernel_args {
     uint32_t dyn_cgroup_mem;
 } ob_kernel_args;
 
+/* __tgt_offload_entry of 16 and 19 (32 bytes; LLVM 21 replaces it with a 48-byte layout the
+ * hook does not read). */
 typedef struct ob_offload_entry {
     void *addr;
     char *name;
     size_t size;
     int32_t flags;
-    int32_t reserved;
+    int32_t data;   /* 19: the `requires` flags of an OB_OFFLOAD_REQUIRES entry */
 } ob_offload_entry;
+
+/* ob_offload_entry.flags of the entry that carries the program's `requires` flags (19). */
+#define OB_OFFLOAD_REQUIRES 0x10
 
 typedef struct ob_device_image {
     void *image_start;
@@ -105,7 +110,7 @@ typedef struct ob_non_contig {
 } ob_non_contig;
 #define OB_MAP_MEMBER_OF ((int64_t)0xffff000000000000ULL)
 
-/* __tgt_register_requires flags. */
+/* `requires` flags (__tgt_register_requires in 16, an OB_OFFLOAD_REQUIRES entry in 19). */
 #define OB_REQ_UNIFIED_SHARED_MEMORY 0x008
 
 /* ob_kernel_args.flags bit 0. */

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +38,6 @@
 
 #define OB_HOOK_EXPORT __attribute__((visibility("default")))
 
-/* The runtime the hook knows: libomptarget 16 (see README, "The OpenMP hook"). */
-#define OB_KNOWN_RUNTIME_MAJOR 16
-#define OB_KNOWN_KERNEL_ARGS_VERSION 2
 
 static _Thread_local int in_runtime;
 static pthread_rwlock_t construct_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
@@ -53,11 +51,14 @@ static atomic_int unified_memory;    /* requires unified_shared_memory: maps are
 /* Why the hook passes everything through, with OMPBATCH_VERBOSE=1 and once: a program's
  * stderr is part of its output (test harnesses compare it), and forwarding changes nothing
  * the program could see. */
-static void say_once(atomic_int *said, const char *fmt, const char *a, int b)
+static void say_once(atomic_int *said, const char *fmt, ...)
 {
     if (ob_log_level() >= 1 && atomic_exchange(said, 1) == 0) {
         char line[512];
-        snprintf(line, sizeof(line), fmt, a, b);
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(line, sizeof(line), fmt, args);
+        va_end(args);
         ob_log_write("hook: %s", line);
     }
 }
@@ -71,6 +72,8 @@ static int offload_disabled(void)
 static void setup(void)
 {
     const ob_hook_runtime *rt = ob_hook_runtime_get();
+    char known[64];
+    ob_runtime_versions_known(known, sizeof(known));
     atomic_store(&enabled, !ob_config_get()->disable);
     static atomic_int said;
     if (!rt->present) {
@@ -78,14 +81,14 @@ static void setup(void)
          * not a problem to warn about. */
         ob_log(1, "hook: no OpenMP offload runtime is present: nothing to hook");
     } else if (!rt->complete) {
-        say_once(&said, "the OpenMP offload runtime lacks %s (hook expects libomptarget %d); "
-                 "forwarding every call unchanged", rt->missing, OB_KNOWN_RUNTIME_MAJOR);
-    } else if (rt->major != OB_KNOWN_RUNTIME_MAJOR) {
+        say_once(&said, "the OpenMP offload runtime lacks %s (hook expects libomptarget %s); "
+                 "forwarding every call unchanged", rt->missing, known);
+    } else if (rt->version == NULL) {
         char what[300];
         snprintf(what, sizeof(what), "%s (LLVM %d)", rt->path[0] ? rt->path : "an unnamed library",
                  rt->major);
-        say_once(&said, "the OpenMP offload runtime is %s; the hook knows libomptarget %d only "
-                 "and forwards every call unchanged", what, OB_KNOWN_RUNTIME_MAJOR);
+        say_once(&said, "the OpenMP offload runtime is %s; the hook knows libomptarget %s only "
+                 "and forwards every call unchanged", what, known);
     } else if (offload_disabled()) {
         ob_log(1, "hook: OMP_TARGET_OFFLOAD=disabled: forwarding every call unchanged");
     } else {
@@ -327,11 +330,12 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     int device = -1;
     if (in_runtime == 0 && active()) {
         ob_hook_add(&ob_hook_count.kernels, 1);
-        if (args != NULL && args->version > OB_KNOWN_KERNEL_ARGS_VERSION) {
+        if (args != NULL && args->version > rt->version->kernel_args_max) {
             static atomic_int said;
-            say_once(&said, "a target region passes kernel arguments of version %s%d, newer "
-                     "than libomptarget 16's; the program was built for another runtime: "
-                     "forwarding every call unchanged from now on", "", (int)args->version);
+            say_once(&said, "a target region passes kernel arguments of version %u, newer "
+                     "than libomptarget %d's; the program was built for another runtime: "
+                     "forwarding every call unchanged from now on", (unsigned)args->version,
+                     rt->major);
             atomic_store(&runtime_known, 0);
         } else {
             device = resolve_device(rt, device_id);
@@ -384,15 +388,27 @@ OB_HOOK_EXPORT void __tgt_push_mapper_component(void *handle, void *base, void *
     rt->push_mapper_component(handle, base, begin, size, type, name);
 }
 
+/* The program's `requires` flags: under unified shared memory maps are host memory. */
+static void note_requires(int64_t flags)
+{
+    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && atomic_exchange(&unified_memory, 1) == 0)
+        ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
+}
+
 OB_HOOK_EXPORT void __tgt_register_lib(ob_bin_desc *desc)
 {
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->register_lib, "__tgt_register_lib");
-    /* Globals are recorded whatever the hook's state: it may be enabled later. */
-    for (ob_offload_entry *e = desc != NULL ? desc->host_entries_begin : NULL;
-         e != NULL && e < desc->host_entries_end; e++)
-        if (e->size > 0 && e->addr != NULL)
+    /* Globals are recorded whatever the hook's state: it may be enabled later. The entries
+     * are read only in the layout of a runtime the hook knows. */
+    for (ob_offload_entry *e = desc != NULL && rt->version != NULL ? desc->host_entries_begin
+                                                                    : NULL;
+         e != NULL && e < desc->host_entries_end; e++) {
+        if (rt->version->requires_in_entries && e->flags == OB_OFFLOAD_REQUIRES)
+            note_requires(e->data);
+        else if (e->size > 0 && e->addr != NULL)
             ob_globals_add((uintptr_t)e->addr, (uintptr_t)e->addr + e->size);
+    }
     in_runtime++;
     rt->register_lib(desc);
     in_runtime--;
@@ -402,10 +418,7 @@ OB_HOOK_EXPORT void __tgt_register_requires(int64_t flags)
 {
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->register_requires, "__tgt_register_requires");
-    if (flags & OB_REQ_UNIFIED_SHARED_MEMORY) {
-        atomic_store(&unified_memory, 1);
-        ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
-    }
+    note_requires(flags);
     in_runtime++;
     rt->register_requires(flags);
     in_runtime--;

@@ -13,8 +13,8 @@
 #   disabled     hooked with OMPBATCH_DISABLE=1 and OMPBATCH_STATS=1: state=pass-through and
 #                every *_batched counter 0
 # Every variant must match the plain run exactly: stdout, exit status, and the stderr lines
-# that contain "Libomptarget" (the runtime's messages; addresses masked, since they differ
-# between binaries and runs). Each variant also runs with OMP_TARGET_OFFLOAD=MANDATORY (no
+# that hold the runtime's messages ("Libomptarget ..." under LLVM 16, "omptarget ..." under
+# 19; addresses masked, since they differ between binaries and runs). Each variant also runs with OMP_TARGET_OFFLOAD=MANDATORY (no
 # silent host fallback) and without OMPBATCH_DISABLE/OMPBATCH_STATS/LD_PRELOAD from the
 # caller's environment; unless OMPBATCH_COMPARE_GPU=1, also with
 # OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1, so that on a host-offload build OpenMP
@@ -168,7 +168,7 @@ status_words() {
 }
 
 # The runtime's messages of a run, addresses masked.
-runtime_lines() { grep 'Libomptarget' "$dir/$1.err" | sed -E 's/0x[0-9a-fA-F]+/0x?/g'; }
+runtime_lines() { grep -E 'Libomptarget|(^|[^[:alpha:]])omptarget ' "$dir/$1.err" | sed -E 's/0x[0-9a-fA-F]+/0x?/g'; }
 
 # The end of a run's stderr, for a failure's context.
 show_stderr() {

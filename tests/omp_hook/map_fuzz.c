@@ -119,19 +119,19 @@ static void host_writes(int k)
     {                                                                                           \
         (void)p;                                                                                \
         switch (how) {                                                                          \
-        case 0: PRAGMA(omp target enter data map(to : g[lo:len])) break;                        \
-        case 1: PRAGMA(omp target enter data map(alloc : g[lo:len])) break;                     \
-        default: PRAGMA(omp target enter data map(always, to : g[lo:len])) break;               \
+        case 0: { PRAGMA(omp target enter data map(to : g[lo:len])) } break;                  \
+        case 1: { PRAGMA(omp target enter data map(alloc : g[lo:len])) } break;               \
+        default: { PRAGMA(omp target enter data map(always, to : g[lo:len])) } break;         \
         }                                                                                       \
     }                                                                                           \
     static void exit_##name(unsigned char *p, size_t lo, size_t len, int how)                   \
     {                                                                                           \
         (void)p;                                                                                \
         switch (how) {                                                                          \
-        case 0: PRAGMA(omp target exit data map(from : g[lo:len])) break;                       \
-        case 1: PRAGMA(omp target exit data map(release : g[lo:len])) break;                    \
-        case 2: PRAGMA(omp target exit data map(always, from : g[lo:len])) break;               \
-        default: PRAGMA(omp target exit data map(delete : g[lo:len])) break;                    \
+        case 0: { PRAGMA(omp target exit data map(from : g[lo:len])) } break;                 \
+        case 1: { PRAGMA(omp target exit data map(release : g[lo:len])) } break;              \
+        case 2: { PRAGMA(omp target exit data map(always, from : g[lo:len])) } break;         \
+        default: { PRAGMA(omp target exit data map(delete : g[lo:len])) } break;              \
         }                                                                                       \
     }                                                                                           \
     static void update_##name(unsigned char *p, size_t lo, size_t len, int to)                  \
@@ -157,9 +157,9 @@ ARRAY_OPS(held_b, hold_b.q)
         (void)p;                                                                                \
         h.lo = lo, h.len = len;                                                                 \
         switch (how) {                                                                          \
-        case 0: PRAGMA(omp target enter data map(mapper(sec), to : h)) break;                   \
-        case 1: PRAGMA(omp target enter data map(mapper(sec), alloc : h)) break;                \
-        default: PRAGMA(omp target enter data map(mapper(sec), always, to : h)) break;          \
+        case 0: { PRAGMA(omp target enter data map(mapper(sec), to : h)) } break;             \
+        case 1: { PRAGMA(omp target enter data map(mapper(sec), alloc : h)) } break;          \
+        default: { PRAGMA(omp target enter data map(mapper(sec), always, to : h)) } break;    \
         }                                                                                       \
     }                                                                                           \
     static void exit_##name(unsigned char *p, size_t lo, size_t len, int how)                   \
@@ -167,10 +167,10 @@ ARRAY_OPS(held_b, hold_b.q)
         (void)p;                                                                                \
         h.lo = lo, h.len = len;                                                                 \
         switch (how) {                                                                          \
-        case 0: PRAGMA(omp target exit data map(mapper(sec), from : h)) break;                  \
-        case 1: PRAGMA(omp target exit data map(mapper(sec), release : h)) break;               \
-        case 2: PRAGMA(omp target exit data map(mapper(sec), always, from : h)) break;          \
-        default: PRAGMA(omp target exit data map(mapper(sec), delete : h)) break;               \
+        case 0: { PRAGMA(omp target exit data map(mapper(sec), from : h)) } break;            \
+        case 1: { PRAGMA(omp target exit data map(mapper(sec), release : h)) } break;         \
+        case 2: { PRAGMA(omp target exit data map(mapper(sec), always, from : h)) } break;    \
+        default: { PRAGMA(omp target exit data map(mapper(sec), delete : h)) } break;         \
         }                                                                                       \
     }                                                                                           \
     static void update_##name(unsigned char *p, size_t lo, size_t len, int to)                  \
@@ -215,14 +215,14 @@ static void update_strided(unsigned char *p, int variant, int to)
 {
     unsigned char(*g)[STRIDED_COLS] = (unsigned char(*)[STRIDED_COLS])(void *)p;
     switch (variant * 2 + to) {
-    case 0: PRAGMA(omp target update from(g[0:8][3:1])) break;
-    case 1: PRAGMA(omp target update to(g[0:8][3:1])) break;
-    case 2: PRAGMA(omp target update from(g[0:4:2][15:1])) break;
-    case 3: PRAGMA(omp target update to(g[0:4:2][15:1])) break;
-    case 4: PRAGMA(omp target update from(g[2:6][0:5])) break;
-    case 5: PRAGMA(omp target update to(g[2:6][0:5])) break;
-    case 6: PRAGMA(omp target update from(g[1:7][4:6:2])) break;
-    default: PRAGMA(omp target update to(g[1:7][4:6:2])) break;
+    case 0: { PRAGMA(omp target update from(g[0:8][3:1])) } break;
+    case 1: { PRAGMA(omp target update to(g[0:8][3:1])) } break;
+    case 2: { PRAGMA(omp target update from(g[0:4:2][15:1])) } break;
+    case 3: { PRAGMA(omp target update to(g[0:4:2][15:1])) } break;
+    case 4: { PRAGMA(omp target update from(g[2:6][0:5])) } break;
+    case 5: { PRAGMA(omp target update to(g[2:6][0:5])) } break;
+    case 6: { PRAGMA(omp target update from(g[1:7][4:6:2])) } break;
+    default: { PRAGMA(omp target update to(g[1:7][4:6:2])) } break;
     }
 }
 

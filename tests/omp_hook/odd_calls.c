@@ -10,7 +10,8 @@
  *             runtime without `present`), mixed in one call with a good item;
  *   zero      zero-length items beside good ones;
  *   repeated  the same item twice in one call, and two items overlapping each other;
- *   both      every item of an update both `to` and `from` (libomptarget copies from, then to);
+ *   both      every item of an update both `to` and `from` (libomptarget 16 copies from,
+ *             then to; 19 to, then from);
  *   strided   non-contiguous items made by hand: one whose outer stride is 0 (the same piece
  *             three times), and one whose last piece runs past the end of its mapping (which
  *             libomptarget skips, so the hook must leave the item to it).
@@ -146,13 +147,17 @@ int main(int argc, char **argv)
         ht_buf_expect(&b[3], 0, b[3].n, "repeated: overlapping halves");
     }
 
-    /* both: the device's bytes come back, then go out again unchanged. */
+    /* both: libomptarget 16 brings the device's bytes back, then sends them out again
+     * unchanged; 19 sends the host's bytes out, then brings them back. */
     {
         int64_t both[N];
         for (int i = 0; i < N - 1; i++) {
             both[i] = MAP_TO | MAP_FROM;
             ht_buf_scramble(&b[i], 0, b[i].n, 1100 + (uint64_t)i);
             ht_buf_poison(&b[i], 1200 + (uint64_t)i);
+#if __clang_major__ >= 19
+            ht_buf_copied_to(&b[i], 0, b[i].n);
+#endif
             ht_buf_copied_from(&b[i], 0, b[i].n);
         }
         update(dev, N - 1, begins, sizes, both, NULL);
