@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Checks an LLVM 16 runtime bundle (bundle_llvm16_runtime.sh OUTDIR) on this build machine, which
+# Checks an LLVM 16 runtime bundle (bundle_omp_runtime.sh OUTDIR) on this build machine, which
 # has no GPU and no libcuda, and optionally assembles a pack to try on a GPU machine.
 #
 # usage: tests/omp_gpu/check_bundle_here.sh [--pack PACKDIR] BUNDLE_DIR
-#   BUNDLE_DIR     the OUTDIR given to bundle_llvm16_runtime.sh (holds lib/)
+#   BUNDLE_DIR     the OUTDIR given to bundle_omp_runtime.sh (holds lib/)
 #   --pack PACKDIR also write PACKDIR = run_omp_gpu.sh + lib/ (a copy of the bundle) + bin/ (the
 #                  two smoke programs) + commands.txt; on the GPU machine: PACKDIR/run_omp_gpu.sh
 #
@@ -40,7 +40,7 @@ done
 [ -n "$bundle" ] || die "usage: check_bundle_here.sh [--pack PACKDIR] BUNDLE_DIR"
 bundle=$(cd "$bundle" && pwd)
 lib=$bundle/lib
-[ -d "$lib" ] || die "no $lib: run bundle_llvm16_runtime.sh $bundle first"
+[ -d "$lib" ] || die "no $lib: run bundle_omp_runtime.sh $bundle first"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/omp_gpu_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -1,4 +1,4 @@
-// Smallest OpenMP offload check for the LLVM 16 runtime bundle (see bundle_llvm16_runtime.sh).
+// Smallest OpenMP offload check for the LLVM 16 runtime bundle (see bundle_omp_runtime.sh).
 // One `target teams distribute parallel for` over an array mapped tofrom; prints where the region
 // ran and "offload_smoke: ok" when every element has the expected value, exits 1 otherwise.
 // Built with the flags of build_defs/omp.bzl (target "nvptx" for the GPU, "host" for CPU runs).

@@ -11,7 +11,7 @@
 #                  next to this script.
 #   --timeout S    kill a command after S seconds (default 600; needs coreutils' timeout)
 #
-# Layout it expects: this script, lib/ (the LLVM 16 runtime from bundle_llvm16_runtime.sh) and
+# Layout it expects: this script, lib/ (the LLVM 16 runtime from bundle_omp_runtime.sh) and
 # whatever the command lines name (bin/ by convention), all in one directory. It puts lib/ first
 # on LD_LIBRARY_PATH (keeping what was there, where the driver may live), sets
 # OMP_TARGET_OFFLOAD=MANDATORY unless the environment sets it (a program that quietly falls back

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the OpenMP part of the GPU pack on a GPU machine (see make_omp_pack.sh): from a
 # directory holding this script, bin/, args/, tests.txt, compare.sh and lib/ (the unpacked
-# LLVM 16 runtime bundle).
+# runtime bundle of the pack's LLVM version).
 #   1. every hook test: compare.sh on the nvptx builds, with the CPU test's options plus
 #      paths~kernel|batch for the programs whose constructs carry several pieces to the device
 #      (BATCH_CALL_TESTS): they must reach the copy kernel or cuMemcpyBatchAsync, not only
@@ -12,12 +12,25 @@
 #   4. the stencil and halo examples (hook off and on, checked against a host reference);
 #   5. the hook benchmark, --json into $OUT (when set) or the current directory.
 # Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
+# A pack for LLVM 19 (RUNTIME says 19) runs with its bundle's ptxas on PATH (the runtime
+# compiles the programs' bitcode when they start) and its JIT-init library preloaded.
 # usage: run_omp_pack.sh [--bench-args "ARGS"]   (default "--reps 10")
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench_args="--reps 10"
 [ "${1:-}" = --bench-args ] && bench_args=$2
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+runtime=$(cat "$here/RUNTIME" 2>/dev/null || echo 16)
+echo "omp pack: libomptarget $runtime"
+if [ "$runtime" = 19 ]; then
+    [ -f "$here/lib/libnvptx_jit_init.so" ] && [ -x "$here/bin/ptxas" ] || {
+        echo "omp pack: no LLVM 19 bundle here (lib/libnvptx_jit_init.so, bin/ptxas)" >&2
+        exit 1
+    }
+    export PATH="$here/bin:$PATH"
+    export LD_PRELOAD="$here/lib/libnvptx_jit_init.so"
+    export OMPBATCH_COMPARE_PRELOAD="$LD_PRELOAD"
+fi
 export OMP_TARGET_OFFLOAD=${OMP_TARGET_OFFLOAD:-MANDATORY}
 out=${OUT:-$PWD}
 BATCH_CALL_TESTS="maps_basic_test many_small_test entry_points_test"

@@ -41,6 +41,8 @@
 #   OMPBATCH_COMPARE_KEEP=1  keep every run's stdout/stderr (kept anyway when a check fails)
 #   OMPBATCH_COMPARE_EXPECT  more --expect expressions, separated by blanks (GPU runs add
 #                            paths~kernel|batch)
+#   OMPBATCH_COMPARE_PRELOAD a library every run preloads (after libompbatch.so in the preload
+#                            variant): LLVM 19's JIT-init library on a GPU runner
 #
 # Prints one line per check ("ok ..." or "FAIL ...: why") and last
 # "omp hook compare <name>: N passed, M failed"; exits 1 if anything failed, 2 on bad usage.
@@ -125,6 +127,9 @@ dir=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/omp_hook_compare.XXXXXX") || ex
 timeout_s=${OMPBATCH_COMPARE_TIMEOUT:-120}
 
 base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY)
+# What the runner itself must preload into every run (LLVM 19's JIT-init library on a GPU).
+runner_preload=${OMPBATCH_COMPARE_PRELOAD:-}
+[ -z "$runner_preload" ] || base_env+=(LD_PRELOAD="$runner_preload")
 if [ "${OMPBATCH_COMPARE_GPU:-0}" != 1 ]; then
     base_env+=(OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1)
 fi
@@ -147,7 +152,7 @@ run plain "$plain"
 run hooked "$hooked"
 run hooked+stats OMPBATCH_STATS=1 "$hooked"
 if [ "$preload" = 1 ]; then
-    run preload OMPBATCH_STATS=1 LD_PRELOAD="$lib_abs" "$plain"
+    run preload OMPBATCH_STATS=1 LD_PRELOAD="$lib_abs${runner_preload:+:$runner_preload}" "$plain"
     variants+=(preload)
 fi
 run disabled OMPBATCH_STATS=1 OMPBATCH_DISABLE=1 "$hooked"

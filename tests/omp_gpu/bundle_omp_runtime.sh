@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Copies the LLVM 16 OpenMP offload runtime into OUTDIR/lib, for running nvptx (sm_90) offload
-# programs built here (build_defs/omp.bzl, target "nvptx") on a GPU machine that has the NVIDIA
-# driver (a plain libcuda.so) but no clang and no LLVM runtime.
+# Copies LLVM's OpenMP offload runtime (libomptarget 16 or 19) into OUTDIR/lib, for running nvptx
+# (sm_90) offload programs built here (build_defs/omp.bzl, target "nvptx") on a GPU machine that
+# has the NVIDIA driver (a plain libcuda.so) but no clang and no LLVM runtime.
 #
-# usage: tests/omp_gpu/bundle_llvm16_runtime.sh [--llvm DIR] [--tar FILE.tar.xz] OUTDIR
-#   OUTDIR       created if missing; its lib/ and OMP_RUNTIME_MANIFEST are replaced
-#   --llvm DIR   the LLVM 16 installation (default /usr/lib/llvm-16)
-#   --tar FILE   also write FILE, a reproducible xz tarball of OUTDIR's lib/ and
-#                OMP_RUNTIME_MANIFEST (paths relative to OUTDIR: unpack it into a pack directory)
+# usage: tests/omp_gpu/bundle_omp_runtime.sh [--version 16|19] [--llvm DIR] [--jit-init LIB]
+#                                            [--ptxas FILE] [--tar FILE.tar.xz] OUTDIR
+#   OUTDIR        created if missing; its lib/, bin/ and OMP_RUNTIME_MANIFEST are replaced
+#   --version N   the LLVM release (default 16)
+#   --llvm DIR    its runtime's installation (default /usr/lib/llvm-16, or for 19 the private
+#                 prefix ./run unpacks it into, /opt/ompbatch/llvm-19/usr/lib/llvm-19)
+#   --jit-init L  19: the library that registers LLVM's NVPTX target for the runtime's JIT
+#                 (nvptx_jit_init.c), copied into lib/
+#   --ptxas FILE  19: the ptxas the JIT runs, copied into bin/ (default
+#                 /usr/local/cuda/bin/ptxas)
+#   --tar FILE    also write FILE, a reproducible xz tarball of OUTDIR's lib/, bin/ and
+#                 OMP_RUNTIME_MANIFEST (paths relative to OUTDIR: unpack it into a pack directory)
 #
 # What goes in OUTDIR/lib:
-#   - libomp.so.5 and libomptarget.so.16 (what the programs link against);
-#   - the plugins libomptarget dlopens: libomptarget.rtl.cuda.nextgen.so and
+#   - libomp.so.5 and libomptarget.so.16 or .so.19.1 (what the programs link against);
+#   - 16: the plugins libomptarget dlopens: libomptarget.rtl.cuda.nextgen.so and
 #     libomptarget.rtl.cuda.so (LLVM 16 tries <name>.nextgen.so first and falls back to <name>.so
 #     when that plugin fails to initialise), libomptarget.rtl.x86_64{.nextgen,}.so (the host
 #     plugin, loaded at start-up whatever the program's images are; it needs libffi), each as the
-#     versioned file plus the unversioned name libomptarget asks dlopen for;
-#   - libLLVM-16.so.1 (which all of those link) and every further library ldd finds, except the
+#     versioned file plus the unversioned name libomptarget asks dlopen for; 19 has its plugins
+#     built in;
+#   - libLLVM (which all of those link) and every further library ldd finds, except the
 #     base C runtime the GPU machine brings in a newer version: libc, libm, libdl, libpthread,
 #     librt, libmvec, libresolv, libutil, ld-linux, libgcc_s, libstdc++ (and never libcuda);
 #   - each library under its real file name with a symlink per soname, as on the build machine.
+# 19 only: the JIT-init library in lib/ and ptxas in bin/. LLVM 19's runtime rejects the cubins
+# CUDA 13's ptxas writes, so its programs carry LLVM bitcode that the runtime compiles at start-up
+# (-fopenmp-target-jit), running ptxas from PATH; Debian's libomptarget.so.19.1 does not register
+# the NVPTX target that needs, which the preloaded JIT-init library does. On the GPU machine:
+#   LD_LIBRARY_PATH=OUTDIR/lib PATH=OUTDIR/bin:$PATH LD_PRELOAD=OUTDIR/lib/libnvptx_jit_init.so
 # Not bundled: the AMDGPU plugins (they need ROCm's libhsa-runtime64), libarcher.so and
 # libmemkind.so (optional loads of libomp; a miss is silent), the device runtime
 # libomptarget-nvptx-sm_90.bc (linked into the program at build time; not opened at run time).
@@ -35,7 +48,7 @@
 set -euo pipefail
 
 die() {
-    echo "bundle_llvm16_runtime: $*" >&2
+    echo "bundle_omp_runtime: $*" >&2
     exit 1
 }
 
@@ -43,12 +56,18 @@ usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
 }
 
-llvm=/usr/lib/llvm-16
+version=16
+llvm=""
+jit_init=""
+ptxas=/usr/local/cuda/bin/ptxas
 tarball=""
 outdir=""
 while [ $# -gt 0 ]; do
     case "$1" in
+        --version) version=${2:?--version needs 16 or 19}; shift 2 ;;
         --llvm) llvm=${2:?--llvm needs a directory}; shift 2 ;;
+        --jit-init) jit_init=${2:?--jit-init needs a library}; shift 2 ;;
+        --ptxas) ptxas=${2:?--ptxas needs a file}; shift 2 ;;
         --tar) tarball=${2:?--tar needs a file name}; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         -*) die "unknown option '$1' (see --help)" ;;
@@ -64,17 +83,29 @@ MAX_CXXABI=${MAX_CXXABI:-1.3.15}
 for tool in ldd readelf objdump sha256sum sort; do
     command -v "$tool" >/dev/null 2>&1 || die "needs '$tool' (binutils / libc-bin / coreutils)"
 done
-[ -d "$llvm/lib" ] || die "no LLVM at $llvm (install clang-16 and libomp-16-dev)"
-
 # Files of $llvm/lib the runtime is made of: name (as linked or as dlopen'ed) and whether the
 # unversioned name is what libomptarget passes to dlopen.
-roots=(libomp.so.5 libomptarget.so.16)
-plugins=(
-    libomptarget.rtl.cuda.nextgen.so
-    libomptarget.rtl.cuda.so
-    libomptarget.rtl.x86_64.nextgen.so
-    libomptarget.rtl.x86_64.so
-)
+case "$version" in
+    16)
+        llvm=${llvm:-/usr/lib/llvm-16}
+        roots=(libomp.so.5 libomptarget.so.16)
+        plugins=(
+            libomptarget.rtl.cuda.nextgen.so
+            libomptarget.rtl.cuda.so
+            libomptarget.rtl.x86_64.nextgen.so
+            libomptarget.rtl.x86_64.so
+        )
+        ;;
+    19)
+        llvm=${llvm:-/opt/ompbatch/llvm-19/usr/lib/llvm-19}
+        roots=(libomp.so.5 libomptarget.so.19.1)
+        plugins=()
+        [ -n "$jit_init" ] && [ -f "$jit_init" ] || die "--version 19 needs --jit-init LIB"
+        [ -x "$ptxas" ] || die "no ptxas at $ptxas (--ptxas FILE)"
+        ;;
+    *) die "--version must be 16 or 19, not '$version'" ;;
+esac
+[ -d "$llvm/lib" ] || die "no LLVM $version runtime at $llvm (./run test installs it)"
 
 # Sonames the GPU machine provides itself (glibc, GCC's runtime) or that must come from its
 # driver. Anything else ldd reports goes into the bundle.
@@ -96,7 +127,7 @@ is_driver() {
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 lib=$outdir/lib
-rm -rf "${lib:?}" "$outdir/OMP_RUNTIME_MANIFEST"
+rm -rf "${lib:?}" "$outdir/bin" "$outdir/OMP_RUNTIME_MANIFEST"
 mkdir -p "$lib"
 
 soname_of() {
@@ -138,15 +169,22 @@ deps_of() {
 declare -A source_of=()
 queue=()
 for r in "${roots[@]}"; do
-    [ -e "$llvm/lib/$r" ] || die "$llvm/lib/$r is missing (install libomp-16-dev / libomp5-16)"
+    [ -e "$llvm/lib/$r" ] || die "$llvm/lib/$r is missing (libomp-$version-dev / libomp5-$version)"
     add_lib "$llvm/lib/$r"
     queue+=("$llvm/lib/$r")
 done
-for p in "${plugins[@]}"; do
+for p in ${plugins[@]+"${plugins[@]}"}; do
     [ -e "$llvm/lib/$p" ] || die "$llvm/lib/$p is missing (install libomp-16-dev)"
     add_lib "$llvm/lib/$p" "$p"
     queue+=("$llvm/lib/$p")
 done
+if [ "$version" = 19 ]; then
+    add_lib "$jit_init"
+    queue+=("$jit_init")
+    mkdir -p "$outdir/bin"
+    cp "$(readlink -f "$ptxas")" "$outdir/bin/ptxas"
+    chmod 0755 "$outdir/bin/ptxas"
+fi
 
 # ldd lists the transitive closure, so one pass over the roots finds everything.
 for f in "${queue[@]}"; do
@@ -204,9 +242,15 @@ version_gt "${cxxabi:-0}" "$MAX_CXXABI" && too_new+=" CXXABI_$cxxabi>$MAX_CXXABI
 # ---- manifest ----
 manifest=$outdir/OMP_RUNTIME_MANIFEST
 {
-    echo "LLVM 16 OpenMP offload runtime for nvptx programs (tests/omp_gpu/bundle_llvm16_runtime.sh)"
-    echo "source: $llvm ($(dpkg-query -W -f '${Package} ${Version}' libomp5-16 2>/dev/null || echo 'version unknown'))"
-    echo "use: LD_LIBRARY_PATH=<this dir>/lib ./program   (the GPU machine provides libcuda.so)"
+    echo "LLVM $version OpenMP offload runtime for nvptx programs (tests/omp_gpu/bundle_omp_runtime.sh)"
+    echo "source: $llvm ($(dpkg-query -W -f '${Package} ${Version}' "libomp5-$version" 2>/dev/null ||
+        echo "libomp5-$version unpacked by ./run, not installed"))"
+    if [ "$version" = 19 ]; then
+        echo "use: LD_LIBRARY_PATH=<this dir>/lib PATH=<this dir>/bin:\$PATH LD_PRELOAD=<this dir>/lib/$(basename "$jit_init") ./program"
+        echo "bin/ptxas  $(stat -c %s "$outdir/bin/ptxas") bytes  from $ptxas"
+    else
+        echo "use: LD_LIBRARY_PATH=<this dir>/lib ./program   (the GPU machine provides libcuda.so)"
+    fi
     echo "needs of the base system: GLIBC_${glibc:-none} GLIBCXX_${glibcxx:-none} CXXABI_${cxxabi:-none}"
     echo
     for f in "$lib"/*; do
@@ -225,13 +269,13 @@ manifest=$outdir/OMP_RUNTIME_MANIFEST
 } >"$manifest"
 
 total=$(du -sb "$lib" | cut -f1)
-echo "bundle_llvm16_runtime: $lib: $(ls "$lib" | wc -l) entries, $total bytes"
-echo "bundle_llvm16_runtime: requires GLIBC_${glibc:-none} GLIBCXX_${glibcxx:-none} CXXABI_${cxxabi:-none}"
+echo "bundle_omp_runtime: $lib: $(ls "$lib" | wc -l) entries, $total bytes"
+echo "bundle_omp_runtime: requires GLIBC_${glibc:-none} GLIBCXX_${glibcxx:-none} CXXABI_${cxxabi:-none}"
 [ -z "$too_new" ] || die "the bundle needs newer base libraries than the GPU machine has:$too_new"
 
 if [ -n "$tarball" ]; then
     case "$tarball" in /*) ;; *) tarball=$PWD/$tarball ;; esac
     tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$outdir" \
-        -cf - lib OMP_RUNTIME_MANIFEST | xz -6 -T1 >"$tarball"
-    echo "bundle_llvm16_runtime: $tarball: $(stat -c %s "$tarball") bytes"
+        -cf - lib $([ -d "$outdir/bin" ] && echo bin) OMP_RUNTIME_MANIFEST | xz -6 -T1 >"$tarball"
+    echo "bundle_omp_runtime: $tarball: $(stat -c %s "$tarball") bytes"
 fi
