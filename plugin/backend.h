@@ -80,6 +80,8 @@ typedef struct ob_backend_ops {
 extern const ob_backend_ops ob_backend_host;
 extern const ob_backend_ops ob_backend_cuda_batch;
 extern const ob_backend_ops ob_backend_cuda_per_copy;
+/* Large pageable copies, each complete when its step returns (backend_pipelined.c). */
+extern const ob_backend_ops ob_backend_cuda_pipelined;
 
 /* The staged step of a level runs in two halves around the level's other steps: prepare packs,
  * writes descriptors and launches the in-place and gather kernel, leaving the bulk copies in

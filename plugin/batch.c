@@ -679,6 +679,7 @@ static void update_stats(ompbatch_batch *batch)
         case OB_ROUTE_PER_COPY:
             stats->paths |= OMPBATCH_PATH_PER_COPY;
             break;
+        case OB_ROUTE_PIPELINED:
         case OB_ROUTE_STAGED: /* the paths it took are in exec->staged */
         case OB_ROUTE_COUNT:
             break;

@@ -33,7 +33,8 @@ typedef enum ob_route {
     OB_ROUTE_HOST = 0,     /* memcpy on the calling thread */
     OB_ROUTE_BATCH,        /* one cuMemcpyBatchAsync per chunk */
     OB_ROUTE_PER_COPY,     /* one cuMemcpyAsync per copy */
-    OB_ROUTE_STAGED,       /* the copy kernel, with staging for pageable memory */
+    OB_ROUTE_PIPELINED,    /* a large pageable copy through pinned staging, chunks overlapped */
+    OB_ROUTE_STAGED,       /* the copy kernel, with staging for pageable memory (sorted last) */
     OB_ROUTE_COUNT
 } ob_route;
 

@@ -53,6 +53,12 @@
     X(cuMemFreeHost, cuMemFreeHost, 2000, OPTIONAL)                                            \
     X(cuMemAllocManaged, cuMemAllocManaged, 6000, OPTIONAL)                                    \
     X(cuMemsetD8, cuMemsetD8, 3020, OPTIONAL)                                                  \
+    /* The pipelined path for large pageable copies (plugin/backend_pipelined.c) learns     \
+     * from these when a chunk of its staging is free again. */                              \
+    X(cuEventCreate, cuEventCreate, 2000, OPTIONAL)                                            \
+    X(cuEventRecord, cuEventRecord, 2000, OPTIONAL)                                            \
+    X(cuEventQuery, cuEventQuery, 2000, OPTIONAL)                                              \
+    X(cuEventDestroy, cuEventDestroy, 4000, OPTIONAL)                                          \
     /* Copies between two GPUs of one batch (plugin/multi.c): peer access where the hardware  \
      * allows it; without, the driver stages such copies through the host itself. */          \
     X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 4000, OPTIONAL)                            \

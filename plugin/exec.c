@@ -15,6 +15,7 @@ static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {
     [OB_ROUTE_HOST] = &ob_backend_host,
     [OB_ROUTE_BATCH] = &ob_backend_cuda_batch,
     [OB_ROUTE_PER_COPY] = &ob_backend_cuda_per_copy,
+    [OB_ROUTE_PIPELINED] = &ob_backend_cuda_pipelined,
 };
 
 static int run_step(ob_exec *exec, const ob_plan *plan, size_t s)

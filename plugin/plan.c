@@ -311,6 +311,17 @@ static ob_stage_how stage_how(const ob_plan_params *params, const ob_copy *copy)
     }
 }
 
+/* Whether a copy goes pipelined through staging: pageable host memory on one side, the device
+ * on the other, large (OB_PIPELINE_MIN_BYTES), and a driver that has events. */
+static int pipelines(const ob_plan_params *params, const ob_copy *copy)
+{
+    const ob_driver *driver = params->driver;
+    return (copy->category == OB_CAT_H2D_PAGEABLE || copy->category == OB_CAT_D2H_PAGEABLE) &&
+           copy->bytes >= OB_PIPELINE_MIN_BYTES && driver->fn.cuEventCreate != NULL &&
+           driver->fn.cuEventRecord != NULL && driver->fn.cuEventQuery != NULL &&
+           driver->fn.cuEventDestroy != NULL;
+}
+
 static int add_decision(ob_plan *plan, const ob_decision *decision)
 {
     int status = reserve((void **)&plan->decisions, &plan->decision_capacity,
@@ -344,6 +355,11 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     for (size_t i = begin; i < end; i++) {
         ob_copy *c = &copies[i];
         c->stage_how = stage_how(params, c);
+        if (!decision.forced && pipelines(params, c)) {
+            c->route = OB_ROUTE_PIPELINED;
+            decision.pipelined++;
+            continue;
+        }
         int candidate = decision.forced || decision.lone_bounce;
         if (direct != NULL) {
             if (c->bytes != priced) {
@@ -651,6 +667,9 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
         put(&t, "strategy: level %u, %s, %zu cop%s: %zu staged", dec->level,
             ob_category_name(dec->category), dec->copies, dec->copies == 1 ? "y" : "ies",
             dec->staged);
+        if (dec->pipelined > 0)
+            put(&t, ", %zu pipelined (%zu MiB and up)", dec->pipelined,
+                OB_PIPELINE_MIN_BYTES >> 20);
         if (dec->forced)
             put(&t, " (forced)\n");
         else if (dec->lone_bounce)

@@ -28,6 +28,7 @@ typedef struct ob_decision {
     ob_category category;
     size_t copies;            /* in the group */
     size_t staged;            /* of them, staged */
+    size_t pipelined;         /* of them, pipelined through staging (OB_PIPELINE_MIN_BYTES) */
     double direct_us;         /* predicted for the staged candidates, moved directly */
     double staged_us;         /* predicted for them, staged */
     int forced;               /* OMPBATCH_STRATEGY or the batch option decided, not the model */
@@ -63,6 +64,11 @@ typedef struct ob_plan {
  * both directions, while a lone 4 MiB one was faster staged in 7 of 8 measurements (D2H
  * 270-355 us against 341-412 direct). */
 #define OB_LONE_STAGED_MIN_BYTES ((size_t)2 << 20)
+
+/* A pageable copy to or from a device of this size or more goes pipelined through pinned
+ * staging (backend_pipelined.c) rather than to the driver, whose own staging moves a 64 MiB
+ * pageable copy at 6-11 GB/s on the H200; two chunks at least, so that they overlap. */
+#define OB_PIPELINE_MIN_BYTES ((size_t)8 << 20)
 
 /* Staged pieces that need staging memory (pack and gather), per level and submit. */
 #define OB_STAGED_LEVEL_BYTES ((size_t)64 << 20)

@@ -95,6 +95,7 @@ const char *ob_route_name(ob_route route)
         [OB_ROUTE_HOST] = "host memcpy",
         [OB_ROUTE_BATCH] = "cuMemcpyBatchAsync",
         [OB_ROUTE_PER_COPY] = "per-copy cuMemcpyAsync",
+        [OB_ROUTE_PIPELINED] = "pipelined through pinned staging",
         [OB_ROUTE_STAGED] = "staged (copy kernel)",
     };
     return (unsigned)route < OB_ROUTE_COUNT ? names[route] : "unknown";

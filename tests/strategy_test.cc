@@ -283,6 +283,113 @@ TEST_F(Strategy, ALoneLargePageableCopyIsStagedAndASmallOneIsNot)
     EXPECT_EQ(1u, s.driver_calls);
 }
 
+// Pageable copies of OB_PIPELINE_MIN_BYTES and more go through pinned staging in chunks
+// whose packs (or unpacks) overlap the copy engine: byte for byte, every chunk behind one
+// event, nothing of the destination outside the copy written (the fake runs a stream's
+// copies only when waited for, so a chunk's slot reused before its copy ran would show). Just
+// under the size, with the direct strategy, and with the staged one forced, they do not.
+TEST_F(Strategy, LargePageableCopiesArePipelinedThroughStaging)
+{
+    const size_t mib = 1 << 20;
+    struct {
+        Lane lane;
+        std::vector<size_t> sizes;
+        int strategy;
+        long long events; /* chunks of 4 MiB through the pipeline */
+    } rows[] = {
+        {H2D_PAGEABLE, {8 * mib, 13 * mib + 5}, OMPBATCH_STRATEGY_AUTO, 2 + 4},
+        {D2H_PAGEABLE, {9 * mib + 3}, OMPBATCH_STRATEGY_AUTO, 3},
+        {D2H_PAGEABLE, {20 * mib + 1, 8 * mib}, OMPBATCH_STRATEGY_AUTO, 6 + 2},
+        {H2D_PAGEABLE, {8 * mib - 1}, OMPBATCH_STRATEGY_AUTO, 0},
+        {H2D_PAGEABLE, {16 * mib}, OMPBATCH_STRATEGY_DIRECT, 0},
+        {D2H_PAGEABLE, {16 * mib}, OMPBATCH_STRATEGY_STAGED, 0},
+        {H2D_PINNED, {16 * mib}, OMPBATCH_STRATEGY_AUTO, 0},
+    };
+    for (const auto &row : rows) {
+        SCOPED_TRACE(std::string(kLanes[row.lane].name) + " strategy " +
+                     std::to_string(row.strategy) + " first size " +
+                     std::to_string(row.sizes[0]));
+        fake().reset();
+        ompbatch_stats s = move(kLanes[row.lane], row.sizes, row.strategy, 40 + row.events);
+        EXPECT_EQ(row.events, fake().call_count("cuEventRecord"));
+        if (row.events > 0) {
+            EXPECT_EQ(row.sizes.size(), s.staged_copies);
+            EXPECT_TRUE(s.paths & OMPBATCH_PATH_STAGED);
+            EXPECT_EQ(0u, s.kernel_launches) << "a pipelined copy needs no kernel";
+            EXPECT_EQ(3, fake().call_count("cuEventCreate") / (long long)row.sizes.size());
+            EXPECT_EQ(fake().call_count("cuEventCreate"), fake().call_count("cuEventDestroy"));
+        }
+        ob_staging_totals t;
+        ob_staging_get_totals(&t);
+        EXPECT_EQ(0u, t.in_use);
+    }
+    // The plan says so.
+    Buffer host(PAGEABLE, 9 * mib), dev(DEVICE, 9 * mib);
+    Batch b;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr, 0, host.ptr, H, 9 * mib, 0));
+    char text[4096];
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_describe(b.b, text, sizeof(text), nullptr));
+    EXPECT_NE(nullptr, std::strstr(text, "1 pipelined (8 MiB and up)")) << text;
+    EXPECT_NE(nullptr, std::strstr(text, "pipelined through pinned staging")) << text;
+}
+
+// A failing driver call inside the pipeline fails the submit with a message naming the copy,
+// the chunk and the call; the staging and the events are given back and the next batch works.
+// Without staging to be had (the cap), the copy goes to the driver whole, byte for byte.
+TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
+{
+    const size_t bytes = (14 << 20) + 7;
+    struct {
+        const char *entry;
+        unsigned long nth;
+        int to_device;
+        const char *where; /* what the message names */
+    } rows[] = {
+        {"cuEventCreate", 2, 1, "its events"},
+        {"cuMemcpyAsync", 3, 1, "the chunk at byte 8388608"},
+        {"cuEventRecord", 2, 0, "the chunk at byte 4194304"},
+        {"cuEventQuery", 1, 0, "the chunk at byte 0"},
+        {"cuEventQuery", 4, 1, "its last chunks"}, /* the waits after the last chunk's copy */
+    };
+    for (const auto &row : rows) {
+        SCOPED_TRACE(std::string(row.entry) + " #" + std::to_string(row.nth));
+        fake().reset();
+        Buffer host(PAGEABLE, bytes), dev(DEVICE, bytes);
+        host.fill(3);
+        dev.fill(4);
+        Batch b;
+        if (row.to_device)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr, 0, host.ptr, H, bytes, 0));
+        else
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr, H, dev.ptr, 0, bytes, 0));
+        ASSERT_EQ(0, fake().inject_failure(row.entry, row.nth, CUDA_ERROR_LAUNCH_FAILED));
+        int status = ompbatch_batch_submit(b.b);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(b.b);
+        fake().clear_injections();
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+        EXPECT_TRUE(message_has("copy 0 (pipelined, " + std::string(row.where) + "): "))
+            << ompbatch_last_error();
+        EXPECT_TRUE(message_has(std::string(row.entry) + " failed")) << ompbatch_last_error();
+        ompbatch_batch_wait(b.b);
+        ob_staging_totals t;
+        ob_staging_get_totals(&t);
+        EXPECT_EQ(0u, t.in_use);
+        EXPECT_EQ(fake().call_count("cuEventCreate") - (row.nth == 2 && row.entry[7] == 'C'),
+                  fake().call_count("cuEventDestroy"));
+        EXPECT_EQ(1u, move(kLanes[H2D_PAGEABLE], {bytes}, OMPBATCH_STRATEGY_AUTO, 5)
+                          .staged_copies);
+    }
+    setenv("OMPBATCH_STAGING_MB", "8", 1); /* under the pipeline's 12 MiB */
+    ob_config_reload();
+    ob_staging_free_idle();
+    fake().reset();
+    ompbatch_stats s = move(kLanes[D2H_PAGEABLE], {bytes}, OMPBATCH_STRATEGY_AUTO, 6);
+    EXPECT_EQ(1u, s.staging_refused);
+    EXPECT_TRUE(s.paths & OMPBATCH_PATH_PER_COPY);
+    EXPECT_EQ(0, fake().call_count("cuEventRecord"));
+}
+
 // The hook's lone small copy from the device into pageable memory goes through pinned
 // staging: one copy-engine copy into staging and the unpack at the wait, no kernel (the driver
 // would wait inside a copy into pageable memory, and libomptarget's contexts block on waits).

@@ -1095,6 +1095,123 @@ static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Events. An event remembers the stream it was last recorded on; the fake does not keep the
+ * position in the stream, so waiting for an event runs everything queued on that stream so far
+ * (more than a GPU would have finished, never less: work queued before the record has always
+ * run when the event reports complete). A query of a stream with pending work answers "not
+ * ready" once and runs the work, as cuStreamQuery does.
+ */
+
+struct CUevent_st {
+    struct CUstream_st *stream; /* NULL: never recorded, or its stream is gone */
+    struct CUevent_st *next;    /* registry of live events, which validates handles */
+};
+
+static struct CUevent_st *live_events;
+
+static struct CUevent_st *find_event(CUevent h)
+{
+    for (struct CUevent_st *e = live_events; e != NULL; e = e->next)
+        if (e == h)
+            return e;
+    return NULL;
+}
+
+/* Whether s is a live user stream or a context's legacy stream (a destroyed stream's work
+ * has all run). */
+static bool stream_alive(const struct CUstream_st *s)
+{
+    if (s == NULL)
+        return false;
+    for (int i = 0; i < FAKE_CUDA_MAX_DEVICES; i++)
+        if (s == &g.ctx[i].legacy)
+            return true;
+    return find_stream((CUstream)(uintptr_t)s) != NULL;
+}
+
+static CUresult CUDAAPI fake_cuEventCreate(CUevent *phEvent, unsigned int flags)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    if (begin_call(FAKE_EP_cuEventCreate, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    if (phEvent == NULL) {
+        r = fail(CUDA_ERROR_INVALID_VALUE, "phEvent is NULL");
+    } else if (flags & ~(unsigned int)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)) {
+        r = fail(CUDA_ERROR_INVALID_VALUE, "unknown event flags 0x%x", flags);
+    } else {
+        struct CUevent_st *e = calloc(1, sizeof *e);
+        if (e == NULL) {
+            r = fail(CUDA_ERROR_OUT_OF_MEMORY, "no memory for an event");
+            goto out;
+        }
+        e->next = live_events;
+        live_events = e;
+        *phEvent = e;
+    }
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuEventRecord(CUevent h, CUstream stream)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    struct CUevent_st *e = NULL;
+    if (begin_call(FAKE_EP_cuEventRecord, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
+        (r = any_stream(stream, ctx, &s)) != CUDA_SUCCESS)
+        goto out;
+    if ((e = find_event(h)) == NULL)
+        r = fail(CUDA_ERROR_INVALID_HANDLE, "event %p is not a live event", (void *)h);
+    else
+        e->stream = s;
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuEventQuery(CUevent h)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUevent_st *e = NULL;
+    if (begin_call(FAKE_EP_cuEventQuery, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    if ((e = find_event(h)) == NULL) {
+        r = fail(CUDA_ERROR_INVALID_HANDLE, "event %p is not a live event", (void *)h);
+    } else if (stream_alive(e->stream) && e->stream->nops > 0) {
+        stream_sync(e->stream);
+        r = CUDA_ERROR_NOT_READY;
+    }
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuEventDestroy(CUevent h)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    if (begin_call(FAKE_EP_cuEventDestroy, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    struct CUevent_st **p = &live_events;
+    while (*p != NULL && *p != h)
+        p = &(*p)->next;
+    if (*p == NULL) {
+        r = fail(CUDA_ERROR_INVALID_HANDLE, "event %p is not a live event", (void *)h);
+    } else {
+        struct CUevent_st *e = *p;
+        *p = e->next;
+        free(e);
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Modules and the one kernel the fake runs (plugin/kernels/copy_pieces.cu).
  */
 
