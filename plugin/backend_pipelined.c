@@ -14,7 +14,6 @@
 #include "backend.h"
 #include "error.h"
 #include "log.h"
-#include "phase_time.h"
 #include "staging.h"
 
 /* 4 MiB chunks: the pack of one (about 100 us on eight threads, its source not cached) and
@@ -37,17 +36,16 @@ static unsigned char *slot_host(const pipe *p, size_t slot)
 }
 
 /* Spins on the slot's event: a chunk takes tens of microseconds, and a blocking wait in
- * libomptarget's blocking-sync context would sleep past it. */
+ * libomptarget's blocking-sync context would sleep past it. (Not a phase of its own: the
+ * whole pipeline is the submit's.) */
 static int slot_wait(pipe *p, size_t slot)
 {
     if (!p->in_flight[slot])
         return OMPBATCH_OK;
     const ob_driver *driver = p->exec->driver;
-    uint64_t started = ob_phase_start();
     CUresult r;
     while ((r = driver->fn.cuEventQuery(p->done[slot])) == CUDA_ERROR_NOT_READY)
         ;
-    ob_phase_end(OB_PHASE_POLL, started);
     p->in_flight[slot] = 0;
     return ob_cu_check(driver, r, "cuEventQuery");
 }
