@@ -665,9 +665,32 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
     return n;
 }
 
+/* An update with a `present` item goes to the runtime whole (ob_hook_update says why), which
+ * the map types alone tell: such a construct is forwarded without the scratch and the item
+ * descriptions the hook would build only to forward it, unless the verbose log wants them. */
+static int forwarded_for_present(const ob_construct *c)
+{
+    const ob_map_args *a = &c->args;
+    if (a->count <= 0 || ob_log_level() >= 1)
+        return 0;
+    int32_t present = 0;
+    for (int32_t i = 0; i < a->count; i++)
+        present += (a->types[i] & OB_MAP_PRESENT) != 0;
+    if (present == 0)
+        return 0;
+    count_construct(c, a->count, &ob_hook_count.update_batched, 0);
+    ob_hook_add(&ob_hook_count.by_reason[OB_KIND_UPDATE][OB_REASON_PRESENT], (uint64_t)present);
+    ob_hook_add(&ob_hook_count.by_reason[OB_KIND_UPDATE][OB_REASON_WHOLE],
+                (uint64_t)(a->count - present));
+    ob_hook_forward(c, a, 1);
+    return 1;
+}
+
 void ob_hook_update(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
+    if (forwarded_for_present(c))
+        return;
     scratch s;
     if (prepare(c, &s, 0) != 0)
         return;

@@ -133,6 +133,20 @@ static void update_from_16(char *const *p, const size_t *n)
 #pragma omp target update from(SECS16)
 }
 
+/* The same with the `present` motion modifier, which the hook leaves to the runtime whole (an
+ * absent item must abort in the runtime's words): shapes m-to and m-from. */
+static void update_to_present_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target update to(present: SECS16)
+}
+
+static void update_from_present_16(char *const *p, const size_t *n)
+{
+    EACH16(LOCAL)
+#pragma omp target update from(present: SECS16)
+}
+
 static void enter_to_16(char *const *p, const size_t *n)
 {
     EACH16(LOCAL)
@@ -307,6 +321,15 @@ static long dev_check_2(char *const *p, const size_t *n, size_t j0, unsigned see
 static const group_ops OPS16 = {16,           enter_alloc_16, exit_release_16, update_to_16,
                                 update_from_16, enter_to_16,  exit_from_16,    dev_fill_16,
                                 dev_check_16};
+static const group_ops OPS16_PRESENT = {16,
+                                        enter_alloc_16,
+                                        exit_release_16,
+                                        update_to_present_16,
+                                        update_from_present_16,
+                                        enter_to_16,
+                                        exit_from_16,
+                                        dev_fill_16,
+                                        dev_check_16};
 static const group_ops OPS2 = {2,           enter_alloc_2, exit_release_2, update_to_2,
                                update_from_2, enter_to_2,  exit_from_2,    dev_fill_2,
                                dev_check_2};
@@ -381,6 +404,28 @@ static void region_1tofrom(char *const *p, const size_t *n, size_t j0, unsigned 
     for (size_t i = 0; i < n0; i++)
         a0[i] = (char)(a0[i] ^ mask);
     (void)j0, (void)seed;
+}
+
+/* 1 array `to` and nothing else mapped: a region the hook forwards (one copy to make gains
+ * nothing from a split). The kernel counts the bytes that did not arrive in a device global,
+ * which is no map of the region; rep_region reads it back afterwards. */
+#pragma omp declare target
+long hook_bench_region_mismatches;
+#pragma omp end declare target
+#define region_mismatches hook_bench_region_mismatches
+
+static void region_1to(char *const *p, const size_t *n, size_t j0, unsigned seed,
+                       unsigned char mask)
+{
+    LOCAL(0)
+#pragma omp target teams distribute parallel for map(to: a0[0:n0])
+    for (size_t i = 0; i < n0; i++) {
+        if ((unsigned char)a0[i] != pattern(seed, j0, i)) {
+#pragma omp atomic
+            region_mismatches++;
+        }
+    }
+    (void)mask;
 }
 
 /* A reduction over a mapped 4 KiB array: the 8-byte sum is the region's only transfer when
@@ -472,6 +517,7 @@ typedef struct config {
     size_t big_bytes; /* shapes f and g */
     const char *only; /* shape letters to run, NULL for all */
     const char *json;
+    int contention;   /* the program's other OpenMP threads busy on every core meanwhile */
 } config;
 
 typedef struct shape {
@@ -559,6 +605,14 @@ static const shape SHAPES[] = {
      region_1tofrom, 1, 0, 0},
     {"r-reduce", "regions, 1024 x reduction over present 4 KiB", KIND_REGION, &OPS16, 1024, 1,
      size_4k, region_reduction, 1, 1, 1},
+    /* Forwarded by the hook, for the never-slower summary: a region with one `to` map, and
+     * updates with the `present` modifier. */
+    {"r-one-to", "regions, 256 x to 1 x 4 KiB (forwarded)", KIND_REGION, &OPS16, 256, 1,
+     size_4k, region_1to, 1, 0, 1},
+    {"m-to", "update to(present:), 64 x 16 x 4 KiB (fwd)", KIND_TO, &OPS16_PRESENT, 1024, 1,
+     size_4k, NULL, 0, 0, 0},
+    {"m-from", "update from(present:), 64 x 16 x 4 KiB (fwd)", KIND_FROM, &OPS16_PRESENT, 1024,
+     1, size_4k, NULL, 0, 0, 0},
     /* Floors: the regions above on data that is all present, so they move nothing; what the
      * runtime takes for them is what no batching of their copies can remove. */
     {"r-floor-naive", "floor of r-naive: the same regions on present data", KIND_REGION, &OPS16,
@@ -779,6 +833,8 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
                 a->p[j + k][i] = (char)~pattern(seed, j + k, i);
     reduction_sum = 0;
     present_sum = 0;
+    region_mismatches = 0;
+#pragma omp target update to(region_mismatches)
     int sum_around = sh->region == region_reduction_present;
     if (sum_around) {
 #pragma omp target enter data map(to: present_sum)
@@ -792,6 +848,8 @@ static long rep_region(const shape *sh, const arrays *a, unsigned seed, timer *t
         reduction_sum = present_sum;
     }
     long bad = 0;
+#pragma omp target update from(region_mismatches)
+    bad += region_mismatches;
     if (sh->region == region_reduction || sum_around) {
         long want = 0;
         for (size_t j = 0; j < a->count; j++)
@@ -1090,6 +1148,32 @@ static void json_result(FILE *f, const result *r)
     fprintf(f, "}");
 }
 
+/* The hook must never cost time: a shape whose hook-on median is more than 3% above the
+ * runtime alone's in the same process is flagged. */
+#define SLOWER_LIMIT 1.03
+
+static int is_slower(const result *r)
+{
+    return r->have_on && !r->failed && r->on_med > SLOWER_LIMIT * r->off_med;
+}
+
+static void print_never_slower(const result *res, int nres)
+{
+    int compared = 0, slower = 0;
+    for (int i = 0; i < nres; i++) {
+        compared += res[i].have_on && !res[i].failed;
+        slower += is_slower(&res[i]);
+    }
+    if (compared == 0)
+        return;
+    printf("\nnever slower: %d shape(s) compared, %d more than 3%% slower with the hook%s", compared,
+           slower, slower ? ":" : "");
+    for (int i = 0; i < nres; i++)
+        if (is_slower(&res[i]))
+            printf(" %s (%.2fx)", res[i].sh->key, res[i].off_med / res[i].on_med);
+    printf("\n");
+}
+
 /* Writes the results; returns 0 or 1 if the file cannot be written. */
 static int write_json(const char *path, const config *cfg, const hook_api *api,
                       const result *res, int nres, int failed)
@@ -1102,11 +1186,16 @@ static int write_json(const char *path, const config *cfg, const hook_api *api,
     fprintf(f, "{\n  \"program\": \"hook_bench\",\n  \"hook_linked\": %s,\n"
                "  \"hook_compared\": %s,\n  \"reps\": %d,\n  \"warmup\": 1,\n"
                "  \"quick\": %s,\n  \"big_bytes\": %zu,\n  \"num_devices\": %d,\n"
-               "  \"default_device\": %d,\n  \"hook_stats\": \"summed over the timed hook-on "
-               "repetitions\",\n  \"ok\": %s,\n  \"results\": [\n",
+               "  \"default_device\": %d,\n  \"contention\": %s,\n  \"hook_stats\": \"summed "
+               "over the timed hook-on repetitions\",\n  \"ok\": %s,\n  \"slower_than_3pct\": [",
             api->linked ? "true" : "false", api->can_enable ? "true" : "false", cfg->reps,
             cfg->quick ? "true" : "false", cfg->big_bytes, omp_get_num_devices(),
-            omp_get_default_device(), failed ? "false" : "true");
+            omp_get_default_device(), cfg->contention ? "true" : "false",
+            failed ? "false" : "true");
+    for (int k = 0, n = 0; k < nres; k++)
+        if (is_slower(&res[k]))
+            fprintf(f, "%s\"%s\"", n++ ? ", " : "", res[k].sh->key);
+    fprintf(f, "],\n  \"results\": [\n");
     for (int k = 0; k < nres; k++) {
         json_result(f, &res[k]);
         fprintf(f, "%s\n", k + 1 < nres ? "," : "");
@@ -1120,12 +1209,14 @@ static int write_json(const char *path, const config *cfg, const hook_api *api,
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: hook_bench [--reps N] [--quick] [--only KEYS] [--json FILE]\n"
+            "usage: hook_bench [--reps N] [--quick] [--only KEYS] [--contention] [--json FILE]\n"
             "  --reps N     timed repetitions per shape and hook mode (default 10; --quick: 2),\n"
             "               after one warm-up of each\n"
             "  --quick      CI smoke: 2 repetitions, 4 MiB instead of 64 MiB for shapes f and g\n"
             "  --only KEYS  run only the shapes whose key starts with one of the comma-separated\n"
             "               KEYS (e.g. a,b,h)\n"
+            "  --contention while it offloads, the program's other OpenMP threads keep every\n"
+            "               other core of the host busy\n"
             "  --json FILE  also write the results as JSON\n");
 }
 
@@ -1139,6 +1230,8 @@ static int parse_options(int argc, char **argv, config *cfg)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) {
             cfg->quick = 1;
+        } else if (strcmp(a, "--contention") == 0) {
+            cfg->contention = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             return -1;
         } else if (v && strcmp(a, "--reps") == 0) {
@@ -1193,6 +1286,39 @@ static int check_device(void)
     return on_host;
 }
 
+/* Runs the shapes --only selects, printing a row each; returns 1 if any failed. */
+static int run_selected(const config *cfg, const hook_api *api, result *res, int *nres)
+{
+    int failed = 0;
+    for (size_t k = 0; k < NSHAPES; k++) {
+        if (!selected(SHAPES[k].key, cfg->only))
+            continue;
+        failed |= run_shape(&SHAPES[k], cfg, api, &res[*nres]);
+        print_row(&res[*nres], cfg->reps);
+        fflush(stdout);
+        (*nres)++;
+    }
+    return failed;
+}
+
+static int contention_done;
+
+/* Arithmetic until the offloading thread is done: a busy core, as an OpenMP program's own
+ * threads keep it. */
+static void keep_busy(void)
+{
+    volatile double x = 1.0;
+    for (;;) {
+        int done;
+#pragma omp atomic read
+        done = contention_done;
+        if (done)
+            break;
+        for (int i = 0; i < 4096; i++)
+            x = x * 1.0000001 + 1e-9;
+    }
+}
+
 int main(int argc, char **argv)
 {
     config cfg;
@@ -1212,15 +1338,27 @@ int main(int argc, char **argv)
 
     result res[NSHAPES];
     int nres = 0, failed = 0;
-    for (size_t k = 0; k < NSHAPES; k++) {
-        if (!selected(SHAPES[k].key, cfg.only))
-            continue;
-        failed |= run_shape(&SHAPES[k], &cfg, &api, &res[nres]);
-        print_row(&res[nres], cfg.reps);
-        fflush(stdout);
-        nres++;
+    if (cfg.contention) {
+        /* The offload runs on thread 0 of a parallel region whose other threads spin: the
+         * hook's pack threads then compete with the program's for the cores. */
+        int threads = omp_get_num_procs();
+        printf("contention: %d other OpenMP thread(s) of the program busy while it offloads\n\n",
+               threads - 1);
+#pragma omp parallel num_threads(threads) shared(failed, nres, res)
+        {
+            if (omp_get_thread_num() == 0) {
+                failed = run_selected(&cfg, &api, res, &nres);
+#pragma omp atomic write
+                contention_done = 1;
+            } else {
+                keep_busy();
+            }
+        }
+    } else {
+        failed = run_selected(&cfg, &api, res, &nres);
     }
     print_phases(res, nres, cfg.reps);
+    print_never_slower(res, nres);
     if (api.linked) {
         ompbatch_hook_stats total = hook_api_stats(&api);
         printf("\nhook statistics for the whole process:\n");
