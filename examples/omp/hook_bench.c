@@ -23,6 +23,13 @@
  *      (1024 pieces of 8 B)
  *   p  p-halo: halo rows of a grid reached through a global pointer (PTR_AND_OBJ sections),
  *      512 steps x (2 `update from` + 2 `update to`) x 3200 B
+ *   and shapes the hook forwards, so that the summary shows they cost nothing: r-one-to,
+ *   256 regions with one `map(to:)` of 4 KiB; m-to and m-from, shapes a and b with the
+ *   `present` motion modifier.
+ *
+ * The run ends with the never-slower summary: the shapes whose hook-on median is more than 3%
+ * above the runtime alone's. --contention runs every shape on thread 0 of a parallel region
+ * whose other threads keep the host's other cores busy, as an OpenMP program's own threads do.
  *
  * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
  * map(release:)`, in the hook mode it times), moves new data and is checked byte for byte:
@@ -43,7 +50,7 @@
  * times the runtime alone. Hook off and on alternate within each repetition (the order flips
  * every repetition), after one untimed warm-up repetition of each.
  *
- * Usage: hook_bench [--reps N] [--quick] [--only KEYS] [--json FILE]
+ * Usage: hook_bench [--reps N] [--quick] [--only KEYS] [--contention] [--json FILE]
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
