@@ -27,8 +27,17 @@ typedef struct pool {
     size_t finished;         /* parts done */
 } pool;
 
+/* Helpers that come late -- descheduled because the program's own threads hold every core --
+ * keep the caller waiting for the parts they took, up to a scheduler time slice. After a job
+ * whose helpers kept the caller waiting longer than it worked itself, and over OB_LATE_NS, the
+ * next OB_SOLO_JOBS jobs run on the caller alone (the driver's own staging is one thread too);
+ * then helpers are tried again. */
+#define OB_LATE_NS 50000
+#define OB_SOLO_JOBS 64
+
 /* Bumped for every job; spinning helpers watch it without the lock. */
 static atomic_ulong generation;
+static atomic_uint solo_jobs;
 
 static pool workers = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -133,12 +142,21 @@ static size_t start_helpers(size_t want)
     return workers.started;
 }
 
+/* Takes one of the solo jobs owed after late helpers; 1 when there was one. */
+static int take_solo_job(void)
+{
+    unsigned owed = atomic_load_explicit(&solo_jobs, memory_order_relaxed);
+    while (owed > 0 && !atomic_compare_exchange_weak(&solo_jobs, &owed, owed - 1))
+        ;
+    return owed > 0;
+}
+
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
 {
     if (parts == 0)
         return;
     pthread_once(&atfork_once, register_atfork);
-    if (parts == 1 || atomic_flag_test_and_set(&busy)) {
+    if (parts == 1 || take_solo_job() || atomic_flag_test_and_set(&busy)) {
         for (size_t k = 0; k < parts; k++)
             fn(arg, k, parts);
         return;
@@ -157,6 +175,7 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
     workers.parts = parts;
     workers.next_part = 0;
     workers.finished = 0;
+    uint64_t started = now_ns();
     atomic_fetch_add_explicit(&generation, 1, memory_order_release);
     pthread_cond_broadcast(&workers.wake);
     /* The caller works too, taking parts like any helper. */
@@ -167,9 +186,23 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
         pthread_mutex_lock(&workers.lock);
         ++workers.finished;
     }
+    uint64_t mine_done = now_ns();
     while (workers.finished < parts)
         pthread_cond_wait(&workers.done, &workers.lock);
     workers.fn = NULL;
     pthread_mutex_unlock(&workers.lock);
     atomic_flag_clear(&busy);
+    uint64_t waited = now_ns() - mine_done, worked = mine_done - started;
+    if (waited > OB_LATE_NS && waited > worked) {
+        atomic_store_explicit(&solo_jobs, OB_SOLO_JOBS, memory_order_relaxed);
+        ob_log(2, "pack threads came late (waited %llu us after %llu us of the caller's own "
+                  "part): packing alone for the next %d jobs",
+               (unsigned long long)(waited / 1000), (unsigned long long)(worked / 1000),
+               OB_SOLO_JOBS);
+    }
+}
+
+void ob_workers_forget_lateness_for_testing(void)
+{
+    atomic_store(&solo_jobs, 0);
 }

@@ -10,9 +10,13 @@
 typedef void (*ob_work_fn)(void *arg, size_t part, size_t parts);
 
 /* Runs fn(arg, k, parts) for every k < parts and returns when all are done. The calling thread
- * takes part 0; the pool's threads take the others. When the pool is busy with another
- * caller's job or its threads cannot start, the caller runs every part itself. */
+ * takes parts like the pool's threads. When the pool is busy with another caller's job, its
+ * threads cannot start, or they came late to a recent job (descheduled: workers.c), the caller
+ * runs every part itself. */
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
+
+/* Forgets that helpers came late (tests). */
+void ob_workers_forget_lateness_for_testing(void);
 
 /* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
 size_t ob_workers_threads(void);

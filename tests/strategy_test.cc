@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "tests/fake_fixture.h"
@@ -1218,6 +1219,47 @@ TEST(Workers, EveryPartRunsOnce)
         ob_host_moves_run(moves.data(), moves.size(), round & 1);
         ASSERT_EQ(src, again) << "round " << round;
     }
+    unsetenv("OMPBATCH_PACK_THREADS");
+    ob_config_reload();
+}
+
+// Helpers that take parts and then do not run (descheduled: every core busy with the program's
+// own threads) keep the caller waiting; after such a job the caller packs alone for 64 jobs,
+// then tries the helpers again.
+TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
+{
+    setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    ob_config_reload();
+    ob_workers_forget_lateness_for_testing();
+    static pthread_t caller;
+    static std::atomic<int> elsewhere;
+    caller = pthread_self();
+    // A part on a helper takes 20 ms, one on the caller 20 us: the caller, done with its own,
+    // waits for the helpers' far longer than it worked.
+    auto late = [](void *, size_t, size_t) {
+        if (!pthread_equal(pthread_self(), caller)) {
+            elsewhere++;
+            usleep(20000);
+        } else {
+            usleep(20);
+        }
+    };
+    auto where = [](void *, size_t, size_t) {
+        if (!pthread_equal(pthread_self(), caller))
+            elsewhere++;
+        usleep(100);
+    };
+    elsewhere = 0;
+    ob_workers_run(late, nullptr, 64);
+    ASSERT_GT(elsewhere.load(), 0) << "no helper took a part: nothing was late";
+    for (int job = 0; job < 64; job++) {
+        elsewhere = 0;
+        ob_workers_run(where, nullptr, 16);
+        ASSERT_EQ(0, elsewhere.load()) << "job " << job << " after the late one used helpers";
+    }
+    elsewhere = 0;
+    ob_workers_run(where, nullptr, 64);
+    EXPECT_GT(elsewhere.load(), 0) << "the helpers were not tried again";
     unsetenv("OMPBATCH_PACK_THREADS");
     ob_config_reload();
 }
