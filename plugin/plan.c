@@ -11,6 +11,7 @@
 #include "levels.h"
 #include "route.h"
 #include "sort.h"
+#include "workers.h"
 
 static int reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
 {
@@ -312,14 +313,15 @@ static ob_stage_how stage_how(const ob_plan_params *params, const ob_copy *copy)
 }
 
 /* Whether a copy goes pipelined through staging: pageable host memory on one side, the device
- * on the other, large (OB_PIPELINE_MIN_BYTES), and a driver that has events. */
+ * on the other, large (OB_PIPELINE_MIN_BYTES), a driver that has events, and pack threads that
+ * get processors (under contention one thread packs no faster than the driver's staging). */
 static int pipelines(const ob_plan_params *params, const ob_copy *copy)
 {
     const ob_driver *driver = params->driver;
     return (copy->category == OB_CAT_H2D_PAGEABLE || copy->category == OB_CAT_D2H_PAGEABLE) &&
            copy->bytes >= OB_PIPELINE_MIN_BYTES && driver->fn.cuEventCreate != NULL &&
            driver->fn.cuEventRecord != NULL && driver->fn.cuEventQuery != NULL &&
-           driver->fn.cuEventDestroy != NULL;
+           driver->fn.cuEventDestroy != NULL && !ob_workers_late();
 }
 
 static int add_decision(ob_plan *plan, const ob_decision *decision)

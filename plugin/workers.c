@@ -29,15 +29,15 @@ typedef struct pool {
 
 /* Helpers that come late -- descheduled because the program's own threads hold every core --
  * keep the caller waiting for the parts they took, up to a scheduler time slice. After a job
- * whose helpers kept the caller waiting longer than it worked itself, and over OB_LATE_NS, the
- * next OB_SOLO_JOBS jobs run on the caller alone (the driver's own staging is one thread too);
- * then helpers are tried again. */
+ * whose helpers kept the caller waiting longer than it worked itself, and over OB_LATE_NS, jobs
+ * run on the caller alone for OB_ALONE_NS (the driver's own staging is one thread too); then
+ * helpers are tried again: under lasting contention one job in that time pays for it. */
 #define OB_LATE_NS 50000
-#define OB_SOLO_JOBS 64
+#define OB_ALONE_NS 200000000ull
 
 /* Bumped for every job; spinning helpers watch it without the lock. */
 static atomic_ulong generation;
-static atomic_uint solo_jobs;
+static _Atomic uint64_t alone_until; /* now_ns() before which jobs run on the caller */
 
 static pool workers = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -142,13 +142,9 @@ static size_t start_helpers(size_t want)
     return workers.started;
 }
 
-/* Takes one of the solo jobs owed after late helpers; 1 when there was one. */
-static int take_solo_job(void)
+int ob_workers_late(void)
 {
-    unsigned owed = atomic_load_explicit(&solo_jobs, memory_order_relaxed);
-    while (owed > 0 && !atomic_compare_exchange_weak(&solo_jobs, &owed, owed - 1))
-        ;
-    return owed > 0;
+    return now_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed);
 }
 
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
@@ -156,7 +152,7 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
     if (parts == 0)
         return;
     pthread_once(&atfork_once, register_atfork);
-    if (parts == 1 || take_solo_job() || atomic_flag_test_and_set(&busy)) {
+    if (parts == 1 || ob_workers_late() || atomic_flag_test_and_set(&busy)) {
         for (size_t k = 0; k < parts; k++)
             fn(arg, k, parts);
         return;
@@ -194,15 +190,20 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
     atomic_flag_clear(&busy);
     uint64_t waited = now_ns() - mine_done, worked = mine_done - started;
     if (waited > OB_LATE_NS && waited > worked) {
-        atomic_store_explicit(&solo_jobs, OB_SOLO_JOBS, memory_order_relaxed);
+        atomic_store_explicit(&alone_until, now_ns() + OB_ALONE_NS, memory_order_relaxed);
         ob_log(2, "pack threads came late (waited %llu us after %llu us of the caller's own "
-                  "part): packing alone for the next %d jobs",
+                  "part): packing alone for %llu ms",
                (unsigned long long)(waited / 1000), (unsigned long long)(worked / 1000),
-               OB_SOLO_JOBS);
+               OB_ALONE_NS / 1000000);
     }
 }
 
 void ob_workers_forget_lateness_for_testing(void)
 {
-    atomic_store(&solo_jobs, 0);
+    atomic_store(&alone_until, 0);
+}
+
+void ob_workers_mark_late_for_testing(void)
+{
+    atomic_store(&alone_until, now_ns() + 60000000000ull);
 }

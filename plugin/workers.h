@@ -15,8 +15,13 @@ typedef void (*ob_work_fn)(void *arg, size_t part, size_t parts);
  * runs every part itself. */
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
 
-/* Forgets that helpers came late (tests). */
+/* Whether helpers came late to a recent job: jobs run on their callers for now, and what
+ * relies on parallel packing (the pipelined path) is not worth taking. */
+int ob_workers_late(void);
+
+/* Forgets that helpers came late, or has them late for a minute (tests). */
 void ob_workers_forget_lateness_for_testing(void);
+void ob_workers_mark_late_for_testing(void);
 
 /* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
 size_t ob_workers_threads(void);

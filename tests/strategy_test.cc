@@ -324,6 +324,14 @@ TEST_F(Strategy, LargePageableCopiesArePipelinedThroughStaging)
         ob_staging_get_totals(&t);
         EXPECT_EQ(0u, t.in_use);
     }
+    // While the pack threads are late (contention; Workers.LateHelpers... shows when they
+    // are), the driver or the staged path takes the copies, byte for byte.
+    ob_workers_mark_late_for_testing();
+    fake().reset();
+    ompbatch_stats late = move(kLanes[D2H_PAGEABLE], {16 * mib}, OMPBATCH_STRATEGY_AUTO, 99);
+    EXPECT_EQ(0, fake().call_count("cuEventRecord")) << "pipelined while they were late";
+    EXPECT_EQ(1u, late.copies_done);
+    ob_workers_forget_lateness_for_testing();
     // The plan says so.
     Buffer host(PAGEABLE, 9 * mib), dev(DEVICE, 9 * mib);
     Batch b;
@@ -1224,8 +1232,9 @@ TEST(Workers, EveryPartRunsOnce)
 }
 
 // Helpers that take parts and then do not run (descheduled: every core busy with the program's
-// own threads) keep the caller waiting; after such a job the caller packs alone for 64 jobs,
-// then tries the helpers again.
+// own threads) keep the caller waiting; after such a job the caller packs alone for a while
+// (200 ms), and large pageable copies go to the driver instead of the pipeline; afterwards
+// (here: once forgotten) the helpers are tried again.
 TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
 {
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
@@ -1252,11 +1261,14 @@ TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
     elsewhere = 0;
     ob_workers_run(late, nullptr, 64);
     ASSERT_GT(elsewhere.load(), 0) << "no helper took a part: nothing was late";
-    for (int job = 0; job < 64; job++) {
+    EXPECT_TRUE(ob_workers_late());
+    for (int job = 0; job < 16; job++) { /* well inside the 200 ms, sanitizers included */
         elsewhere = 0;
-        ob_workers_run(where, nullptr, 16);
+        ob_workers_run(where, nullptr, 4);
         ASSERT_EQ(0, elsewhere.load()) << "job " << job << " after the late one used helpers";
     }
+    ob_workers_forget_lateness_for_testing();
+    EXPECT_FALSE(ob_workers_late());
     elsewhere = 0;
     ob_workers_run(where, nullptr, 64);
     EXPECT_GT(elsewhere.load(), 0) << "the helpers were not tried again";
