@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -142,9 +144,40 @@ static size_t start_helpers(size_t want)
     return workers.started;
 }
 
+/* The host's processors are all taken when the runnable threads (the fourth field of
+ * /proc/loadavg, "running/total") reach their number: helpers would then be descheduled
+ * between taking a part and finishing it. Read at most every OB_LOAD_CHECK_NS. */
+#define OB_LOAD_CHECK_NS 20000000ull
+static _Atomic uint64_t load_checked_at;
+static atomic_int saturated;
+static atomic_int load_ignored; /* tests that need the helpers whatever else runs */
+
+static int host_saturated(void)
+{
+    if (atomic_load_explicit(&load_ignored, memory_order_relaxed))
+        return 0;
+    uint64_t now = now_ns(), last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
+    if (now - last < OB_LOAD_CHECK_NS ||
+        !atomic_compare_exchange_strong(&load_checked_at, &last, now))
+        return atomic_load_explicit(&saturated, memory_order_relaxed);
+    FILE *f = fopen("/proc/loadavg", "r");
+    long running = 0;
+    if (f != NULL) {
+        if (fscanf(f, "%*s %*s %*s %ld/", &running) != 1)
+            running = 0;
+        fclose(f);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* The caller itself is one of the runnable threads. */
+    int busy_host = cpus > 1 && running >= cpus;
+    atomic_store_explicit(&saturated, busy_host, memory_order_relaxed);
+    return busy_host;
+}
+
 int ob_workers_late(void)
 {
-    return now_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed);
+    return now_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed) ||
+           host_saturated();
 }
 
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
@@ -201,6 +234,13 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
 void ob_workers_forget_lateness_for_testing(void)
 {
     atomic_store(&alone_until, 0);
+    atomic_store(&saturated, 0);
+    atomic_store(&load_checked_at, now_ns());
+}
+
+void ob_workers_ignore_load_for_testing(int ignore)
+{
+    atomic_store(&load_ignored, ignore);
 }
 
 void ob_workers_mark_late_for_testing(void)

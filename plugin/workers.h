@@ -15,13 +15,16 @@ typedef void (*ob_work_fn)(void *arg, size_t part, size_t parts);
  * runs every part itself. */
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
 
-/* Whether helpers came late to a recent job: jobs run on their callers for now, and what
- * relies on parallel packing (the pipelined path) is not worth taking. */
+/* Whether helpers would come late: they did to a recent job, or every processor of the host
+ * has a runnable thread (/proc/loadavg). Jobs then run on their callers, and what relies on
+ * parallel packing (the pipelined path) is not worth taking. */
 int ob_workers_late(void);
 
-/* Forgets that helpers came late, or has them late for a minute (tests). */
+/* Tests: forget that helpers came late, have them late for a minute, or leave the host's load
+ * out of it (tests run beside each other). */
 void ob_workers_forget_lateness_for_testing(void);
 void ob_workers_mark_late_for_testing(void);
+void ob_workers_ignore_load_for_testing(int ignore);
 
 /* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
 size_t ob_workers_threads(void);

@@ -103,6 +103,9 @@ protected:
         ob_staged_forget_kernels_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
+        // The pipelined path is left when the host is busy: tests run beside each other.
+        ob_workers_ignore_load_for_testing(1);
+        ob_workers_forget_lateness_for_testing();
     }
     void TearDown() override
     {
@@ -1196,6 +1199,8 @@ TEST(Workers, EveryPartRunsOnce)
     // Helpers even on a machine of two processors, so the threaded path runs.
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
     ob_config_reload();
+    ob_workers_ignore_load_for_testing(1);
+    ob_workers_forget_lateness_for_testing();
     static std::atomic<int> hits[37];
     for (auto &h : hits)
         h = 0;
@@ -1239,6 +1244,7 @@ TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
 {
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
     ob_config_reload();
+    ob_workers_ignore_load_for_testing(1);
     ob_workers_forget_lateness_for_testing();
     static pthread_t caller;
     static std::atomic<int> elsewhere;
@@ -1272,6 +1278,38 @@ TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
     elsewhere = 0;
     ob_workers_run(where, nullptr, 64);
     EXPECT_GT(elsewhere.load(), 0) << "the helpers were not tried again";
+    unsetenv("OMPBATCH_PACK_THREADS");
+    ob_config_reload();
+}
+
+// With a runnable thread on every processor (here: one spinning thread per processor beside
+// this one), the helpers would be descheduled: jobs run on the caller, the pipeline is left.
+// The host's load is read at most every 20 ms.
+TEST(Workers, ABusyHostMakesTheCallerWorkAlone)
+{
+    setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    ob_config_reload();
+    ob_workers_ignore_load_for_testing(0);
+    ob_workers_forget_lateness_for_testing();
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> spinners;
+    for (long i = 0; i < sysconf(_SC_NPROCESSORS_ONLN); i++)
+        spinners.emplace_back([&stop] {
+            while (!stop.load(std::memory_order_relaxed))
+                ;
+        });
+    bool saw_busy = false;
+    for (int tries = 0; tries < 200 && !saw_busy; tries++) {
+        usleep(25000); /* past the 20 ms between reads of the load */
+        saw_busy = ob_workers_late();
+    }
+    stop = true;
+    for (auto &t : spinners)
+        t.join();
+    EXPECT_TRUE(saw_busy) << "every processor had a spinning thread, yet the host looked idle";
+    ob_workers_ignore_load_for_testing(1);
+    ob_workers_forget_lateness_for_testing();
+    EXPECT_FALSE(ob_workers_late());
     unsetenv("OMPBATCH_PACK_THREADS");
     ob_config_reload();
 }
