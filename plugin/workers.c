@@ -40,6 +40,7 @@ typedef struct pool {
 /* Bumped for every job; spinning helpers watch it without the lock. */
 static atomic_ulong generation;
 static _Atomic uint64_t alone_until; /* now_ns() before which jobs run on the caller */
+static atomic_long awake_helpers;     /* helpers working or spinning: runnable, but ours */
 
 static pool workers = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -92,8 +93,11 @@ static void *worker_main(void *unused)
             pthread_mutex_unlock(&workers.lock);
             spin_for_job(seen);
             pthread_mutex_lock(&workers.lock);
-            while (!take_part(&part))
+            while (!take_part(&part)) {
+                atomic_fetch_sub_explicit(&awake_helpers, 1, memory_order_relaxed);
                 pthread_cond_wait(&workers.wake, &workers.lock);
+                atomic_fetch_add_explicit(&awake_helpers, 1, memory_order_relaxed);
+            }
         }
         ob_work_fn fn = workers.fn;
         void *arg = workers.arg;
@@ -110,6 +114,7 @@ static void *worker_main(void *unused)
 /* A forked child has none of the parent's threads. */
 static void after_fork_in_child(void)
 {
+    atomic_store(&awake_helpers, 0);
     pthread_mutex_init(&workers.lock, NULL);
     pthread_cond_init(&workers.wake, NULL);
     pthread_cond_init(&workers.done, NULL);
@@ -132,9 +137,11 @@ static size_t start_helpers(size_t want)
         if (pthread_attr_init(&attr) != 0)
             break;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        atomic_fetch_add_explicit(&awake_helpers, 1, memory_order_relaxed);
         int failed = pthread_create(&thread, &attr, worker_main, NULL);
         pthread_attr_destroy(&attr);
         if (failed) {
+            atomic_fetch_sub_explicit(&awake_helpers, 1, memory_order_relaxed);
             ob_log(1, "cannot start a pack thread (error %d); packing with %zu", failed,
                    workers.started + 1);
             break;
@@ -168,7 +175,9 @@ static int host_saturated(void)
         fclose(f);
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* The caller itself is one of the runnable threads. */
+    /* The caller is one of the runnable threads; the helpers still spinning from the last job
+     * are too, and do not count against themselves. */
+    running -= atomic_load_explicit(&awake_helpers, memory_order_relaxed);
     int busy_host = cpus > 1 && running >= cpus;
     atomic_store_explicit(&saturated, busy_host, memory_order_relaxed);
     return busy_host;
