@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "batch.h"
+#include "clock.h"
 #include "cost.h"
 #include "driver.h"
 #include "error.h"
@@ -33,9 +33,7 @@ typedef struct buffers {
 
 static double now_us(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+    return (double)ob_clock_ns() / 1e3;
 }
 
 static size_t stride_of(size_t bytes)

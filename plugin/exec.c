@@ -1,10 +1,9 @@
-#define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -70,13 +69,6 @@ int ob_exec_pending(const ob_exec *exec)
     return exec->stream_busy || exec->staging != NULL || exec->move_count > 0;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Polls the stream for OMPBATCH_WAIT_POLL_US (config.c says why). Returns 1 when it
  * finished, 0 when it is still busy (or the driver has no cuStreamQuery), and a negative
  * status on an error. */
@@ -85,14 +77,14 @@ static int poll_stream(const ob_driver *driver, CUstream stream)
     uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
     if (driver->fn.cuStreamQuery == NULL || budget == 0)
         return 0;
-    uint64_t start = now_ns();
+    uint64_t start = ob_clock_ns();
     do {
         CUresult r = driver->fn.cuStreamQuery(stream);
         if (r == CUDA_SUCCESS)
             return 1;
         if (r != CUDA_ERROR_NOT_READY)
             return ob_cu_check(driver, r, "cuStreamQuery");
-    } while (now_ns() - start < budget);
+    } while (ob_clock_ns() - start < budget);
     return 0;
 }
 

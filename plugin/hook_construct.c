@@ -29,8 +29,33 @@
 #include "phase_time.h"
 #include "sort.h"
 
-/* "update maps.c:42" for the NVTX range of the construct's batch, from its source location
- * (";file;function;line;column;;" when the compiler recorded one). Built only while a profiler
+/* Where a construct is, from the compiler's source string ";file;function;line;column;;"
+ * (";unknown;unknown;0;0;;" for a program built without debug information). Returns 0 when
+ * there is none. */
+typedef struct source_location {
+    const char *file;     /* the path as recorded, file_length bytes */
+    int file_length;
+    const char *line;     /* the line number's digits, line_length bytes */
+    int line_length;
+} source_location;
+
+static int locate(const ob_ident *loc, source_location *out)
+{
+    const char *source = loc != NULL ? loc->psource : NULL;
+    if (source == NULL || source[0] != ';')
+        return 0;
+    const char *file = source + 1;
+    const char *file_end = strchr(file, ';');
+    const char *function_end = file_end != NULL ? strchr(file_end + 1, ';') : NULL;
+    const char *line = function_end != NULL ? function_end + 1 : NULL;
+    const char *line_end = line != NULL ? strchr(line, ';') : NULL;
+    if (line_end == NULL || file_end == file || line_end == line)
+        return 0;
+    *out = (source_location){file, (int)(file_end - file), line, (int)(line_end - line)};
+    return 1;
+}
+
+/* "update maps.c:42" for the NVTX range of the construct's batch. Built only while a profiler
  * listens; NULL otherwise. */
 static const char *range_label(const ob_construct *c, char *buf, size_t size)
 {
@@ -39,21 +64,17 @@ static const char *range_label(const ob_construct *c, char *buf, size_t size)
     const char *what = strcmp(c->what, "begin") == 0 ? "data begin"
                        : strcmp(c->what, "end") == 0 ? "data end"
                                                      : c->what;
-    const char *source = c->loc != NULL ? c->loc->psource : NULL;
-    const char *file = source != NULL && source[0] == ';' ? source + 1 : NULL;
-    const char *file_end = file != NULL ? strchr(file, ';') : NULL;
-    const char *function_end = file_end != NULL ? strchr(file_end + 1, ';') : NULL;
-    const char *line = function_end != NULL ? function_end + 1 : NULL;
-    const char *line_end = line != NULL ? strchr(line, ';') : NULL;
-    if (line_end == NULL || file_end == file || line_end == line) {
+    source_location where;
+    if (!locate(c->loc, &where)) {
         snprintf(buf, size, "%s", what);
         return buf;
     }
-    for (const char *p = file; p < file_end; p++)
+    const char *base = where.file;
+    for (const char *p = where.file; p < where.file + where.file_length; p++)
         if (*p == '/')
-            file = p + 1;
-    snprintf(buf, size, "%s %.*s:%.*s", what, (int)(file_end - file), file,
-             (int)(line_end - line), line);
+            base = p + 1;
+    snprintf(buf, size, "%s %.*s:%.*s", what, (int)(where.file + where.file_length - base), base,
+             where.line_length, where.line);
     return buf;
 }
 
@@ -436,20 +457,13 @@ static void drop_attached(int device, const ob_map_args *a, const item *items)
     }
 }
 
-/* Clang's source string is ";file;function;line;column;;"; " at file:line" reads better, and
- * nothing at all when the program was built without debug information ("unknown"). */
+/* " at file:line" for the log; nothing without a location or debug information. */
 static void describe_location(const ob_ident *loc, char *out, size_t size)
 {
     out[0] = '\0';
-    if (loc == NULL || loc->psource == NULL || loc->psource[0] != ';')
-        return;
-    const char *file = loc->psource + 1;
-    const char *file_end = strchr(file, ';');
-    if (file_end == NULL || strncmp(file, "unknown;", 8) == 0)
-        return;
-    const char *line = strchr(file_end + 1, ';');
-    int line_no = line != NULL ? atoi(line + 1) : 0;
-    snprintf(out, size, " at %.*s:%d", (int)(file_end - file), file, line_no);
+    source_location where;
+    if (locate(loc, &where) && strncmp(where.file, "unknown;", 8) != 0)
+        snprintf(out, size, " at %.*s:%d", where.file_length, where.file, atoi(where.line));
 }
 
 static void log_construct(const ob_construct *c, const item *items, int32_t count,

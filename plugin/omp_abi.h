@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ompbatch.h"
+
 typedef struct ob_ident {
     int32_t reserved_1;
     int32_t flags;
@@ -85,21 +87,22 @@ typedef int (*ob_omp_associate_fn)(const void *host_ptr, const void *device_ptr,
                                    size_t device_offset, int device_num);
 typedef int (*ob_omp_disassociate_fn)(const void *host_ptr, int device_num);
 
-/* Map-type bits (omptarget.h). */
-#define OB_MAP_TO 0x1
-#define OB_MAP_FROM 0x2
-#define OB_MAP_ALWAYS 0x4
-#define OB_MAP_DELETE 0x8
-#define OB_MAP_PTR_AND_OBJ 0x10
-#define OB_MAP_TARGET_PARAM 0x20
-#define OB_MAP_RETURN_PARAM 0x40
-#define OB_MAP_PRIVATE 0x80
-#define OB_MAP_LITERAL 0x100
-#define OB_MAP_IMPLICIT 0x200
-#define OB_MAP_CLOSE 0x400
-#define OB_MAP_PRESENT 0x1000
-#define OB_MAP_OMPX_HOLD 0x2000
-#define OB_MAP_NON_CONTIG (1LL << 44)
+/* Map-type bits (omptarget.h), as the public header defines them, typed as the entry points
+ * pass them. */
+#define OB_MAP_TO ((int64_t)OMPBATCH_MAP_TO)
+#define OB_MAP_FROM ((int64_t)OMPBATCH_MAP_FROM)
+#define OB_MAP_ALWAYS ((int64_t)OMPBATCH_MAP_ALWAYS)
+#define OB_MAP_DELETE ((int64_t)OMPBATCH_MAP_DELETE)
+#define OB_MAP_PTR_AND_OBJ ((int64_t)OMPBATCH_MAP_PTR_AND_OBJ)
+#define OB_MAP_TARGET_PARAM ((int64_t)OMPBATCH_MAP_TARGET_PARAM)
+#define OB_MAP_RETURN_PARAM ((int64_t)OMPBATCH_MAP_RETURN_PARAM)
+#define OB_MAP_PRIVATE ((int64_t)OMPBATCH_MAP_PRIVATE)
+#define OB_MAP_LITERAL ((int64_t)OMPBATCH_MAP_LITERAL)
+#define OB_MAP_IMPLICIT ((int64_t)OMPBATCH_MAP_IMPLICIT)
+#define OB_MAP_CLOSE ((int64_t)OMPBATCH_MAP_CLOSE)
+#define OB_MAP_PRESENT ((int64_t)OMPBATCH_MAP_PRESENT)
+#define OB_MAP_OMPX_HOLD ((int64_t)OMPBATCH_MAP_OMPX_HOLD)
+#define OB_MAP_NON_CONTIG ((int64_t)OMPBATCH_MAP_NON_CONTIG)
 
 /* A non-contiguous item's begins[i] points at sizes[i] of these, outermost dimension first
  * (libomptarget's __tgt_target_non_contig); strides are in bytes. */
@@ -108,7 +111,7 @@ typedef struct ob_non_contig {
     uint64_t count;
     uint64_t stride;
 } ob_non_contig;
-#define OB_MAP_MEMBER_OF ((int64_t)0xffff000000000000ULL)
+#define OB_MAP_MEMBER_OF ((int64_t)OMPBATCH_MAP_MEMBER_OF)
 
 /* `requires` flags (__tgt_register_requires in 16, an OB_OFFLOAD_REQUIRES entry in 19). */
 #define OB_REQ_UNIFIED_SHARED_MEMORY 0x008

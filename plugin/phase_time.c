@@ -1,30 +1,21 @@
-#define _POSIX_C_SOURCE 199309L
 #include "phase_time.h"
 
-#include <time.h>
-
+#include "clock.h"
 #include "config.h"
 
 atomic_uint_fast64_t ob_phase_ns[OB_PHASE_COUNT];
 atomic_uint_fast64_t ob_phase_entries[OB_PHASE_COUNT];
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 uint64_t ob_phase_start(void)
 {
-    return ob_config_get()->stats ? now_ns() : 0;
+    return ob_config_get()->stats ? ob_clock_ns() : 0;
 }
 
 void ob_phase_end(ob_phase phase, uint64_t start)
 {
     if (start == 0)
         return;
-    atomic_fetch_add_explicit(&ob_phase_ns[phase], now_ns() - start, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ob_phase_ns[phase], ob_clock_ns() - start, memory_order_relaxed);
     atomic_fetch_add_explicit(&ob_phase_entries[phase], 1, memory_order_relaxed);
 }
 

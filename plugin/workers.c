@@ -5,9 +5,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 
@@ -39,7 +39,7 @@ typedef struct pool {
 
 /* Bumped for every job; spinning helpers watch it without the lock. */
 static atomic_ulong generation;
-static _Atomic uint64_t alone_until; /* now_ns() before which jobs run on the caller */
+static _Atomic uint64_t alone_until; /* ob_clock_ns() before which jobs run on the caller */
 static atomic_long awake_helpers;     /* helpers working or spinning: runnable, but ours */
 
 static pool workers = {
@@ -66,19 +66,12 @@ static int take_part(size_t *part)
     return 1;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Waits, without the lock, up to OB_SPIN_NS for a job newer than `seen`. */
 static void spin_for_job(unsigned long seen)
 {
-    uint64_t start = now_ns();
+    uint64_t start = ob_clock_ns();
     while (atomic_load_explicit(&generation, memory_order_acquire) == seen &&
-           now_ns() - start < OB_SPIN_NS)
+           ob_clock_ns() - start < OB_SPIN_NS)
         ;
 }
 
@@ -163,7 +156,7 @@ static int host_saturated(void)
 {
     if (atomic_load_explicit(&load_ignored, memory_order_relaxed))
         return 0;
-    uint64_t now = now_ns(), last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
+    uint64_t now = ob_clock_ns(), last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
     if (now - last < OB_LOAD_CHECK_NS ||
         !atomic_compare_exchange_strong(&load_checked_at, &last, now))
         return atomic_load_explicit(&saturated, memory_order_relaxed);
@@ -185,7 +178,7 @@ static int host_saturated(void)
 
 int ob_workers_late(void)
 {
-    return now_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed) ||
+    return ob_clock_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed) ||
            host_saturated();
 }
 
@@ -213,7 +206,7 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
     workers.parts = parts;
     workers.next_part = 0;
     workers.finished = 0;
-    uint64_t started = now_ns();
+    uint64_t started = ob_clock_ns();
     atomic_fetch_add_explicit(&generation, 1, memory_order_release);
     pthread_cond_broadcast(&workers.wake);
     /* The caller works too, taking parts like any helper. */
@@ -224,15 +217,15 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
         pthread_mutex_lock(&workers.lock);
         ++workers.finished;
     }
-    uint64_t mine_done = now_ns();
+    uint64_t mine_done = ob_clock_ns();
     while (workers.finished < parts)
         pthread_cond_wait(&workers.done, &workers.lock);
     workers.fn = NULL;
     pthread_mutex_unlock(&workers.lock);
     atomic_flag_clear(&busy);
-    uint64_t waited = now_ns() - mine_done, worked = mine_done - started;
+    uint64_t waited = ob_clock_ns() - mine_done, worked = mine_done - started;
     if (waited > OB_LATE_NS && waited > worked) {
-        atomic_store_explicit(&alone_until, now_ns() + OB_ALONE_NS, memory_order_relaxed);
+        atomic_store_explicit(&alone_until, ob_clock_ns() + OB_ALONE_NS, memory_order_relaxed);
         ob_log(2, "pack threads came late (waited %llu us after %llu us of the caller's own "
                   "part): packing alone for %llu ms",
                (unsigned long long)(waited / 1000), (unsigned long long)(worked / 1000),
@@ -244,7 +237,7 @@ void ob_workers_forget_lateness_for_testing(void)
 {
     atomic_store(&alone_until, 0);
     atomic_store(&saturated, 0);
-    atomic_store(&load_checked_at, now_ns());
+    atomic_store(&load_checked_at, ob_clock_ns());
 }
 
 void ob_workers_ignore_load_for_testing(int ignore)
@@ -254,5 +247,5 @@ void ob_workers_ignore_load_for_testing(int ignore)
 
 void ob_workers_mark_late_for_testing(void)
 {
-    atomic_store(&alone_until, now_ns() + 60000000000ull);
+    atomic_store(&alone_until, ob_clock_ns() + 60000000000ull);
 }
