@@ -103,13 +103,27 @@ static int pipe_close(pipe *p, int status)
     return status;
 }
 
+/* The bytes of the copy's chunk that starts at byte `at`. */
+static size_t chunk_bytes(const ob_copy *c, size_t at)
+{
+    return c->bytes - at < OB_PIPE_CHUNK ? c->bytes - at : OB_PIPE_CHUNK;
+}
+
+/* Device -> host: enqueues chunk k of the copy into its slot. */
+static int fetch_chunk(pipe *p, const ob_copy *c, size_t k)
+{
+    size_t slot = k % OB_PIPE_SLOTS, at = k * OB_PIPE_CHUNK;
+    return slot_copy(p, slot, (CUdeviceptr)(uintptr_t)slot_host(p, slot),
+                     (CUdeviceptr)(c->src + at), chunk_bytes(c, at));
+}
+
 /* Pageable host -> device: pack chunk k into its slot once the slot's last copy finished, then
  * enqueue its copy; the pack of the next chunk overlaps it. */
 static int to_device(pipe *p, const ob_copy *c, size_t *offset)
 {
     for (size_t at = 0, slot = 0; at < c->bytes;
          at += OB_PIPE_CHUNK, slot = (slot + 1) % OB_PIPE_SLOTS) {
-        size_t n = c->bytes - at < OB_PIPE_CHUNK ? c->bytes - at : OB_PIPE_CHUNK;
+        size_t n = chunk_bytes(c, at);
         *offset = at;
         int status = slot_wait(p, slot);
         if (status != OMPBATCH_OK)
@@ -131,27 +145,19 @@ static int from_device(pipe *p, const ob_copy *c, size_t *offset)
     size_t chunks = (c->bytes + OB_PIPE_CHUNK - 1) / OB_PIPE_CHUNK, next = 0;
     int status = OMPBATCH_OK;
     for (; next < chunks && next < OB_PIPE_SLOTS && status == OMPBATCH_OK; next++) {
-        size_t at = next * OB_PIPE_CHUNK;
-        *offset = at;
-        status = slot_copy(p, next, (CUdeviceptr)(uintptr_t)slot_host(p, next),
-                           (CUdeviceptr)(c->src + at),
-                           c->bytes - at < OB_PIPE_CHUNK ? c->bytes - at : OB_PIPE_CHUNK);
+        *offset = next * OB_PIPE_CHUNK;
+        status = fetch_chunk(p, c, next);
     }
     for (size_t k = 0; k < chunks && status == OMPBATCH_OK; k++) {
         size_t slot = k % OB_PIPE_SLOTS, at = k * OB_PIPE_CHUNK;
-        size_t n = c->bytes - at < OB_PIPE_CHUNK ? c->bytes - at : OB_PIPE_CHUNK;
         *offset = at;
         if ((status = slot_wait(p, slot)) != OMPBATCH_OK)
             break;
-        ob_host_move unpack = {(void *)(c->dst + at), slot_host(p, slot), n};
+        ob_host_move unpack = {(void *)(c->dst + at), slot_host(p, slot), chunk_bytes(c, at)};
         ob_host_moves_run(&unpack, 1, 0);
         if (next < chunks) {
-            size_t from = next * OB_PIPE_CHUNK;
-            *offset = from;
-            status = slot_copy(p, slot, (CUdeviceptr)(uintptr_t)slot_host(p, slot),
-                               (CUdeviceptr)(c->src + from),
-                               c->bytes - from < OB_PIPE_CHUNK ? c->bytes - from : OB_PIPE_CHUNK);
-            next++;
+            *offset = next * OB_PIPE_CHUNK;
+            status = fetch_chunk(p, c, next++);
         }
     }
     return status;

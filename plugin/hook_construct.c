@@ -727,6 +727,7 @@ void ob_hook_update(const ob_construct *c)
     if (!keep_whole && make_room_for_pieces(&s) != 0)
         keep_whole = 1; /* out of memory: the runtime makes every copy */
     size_t batched = 0;
+    int to_first = ob_hook_runtime_get()->version->update_to_first;
     for (int32_t i = 0; i < a->count && !keep_whole; i++) {
         item *it = &items[i];
         if (it->why != OB_REASON_NONE)
@@ -762,7 +763,6 @@ void ob_hook_update(const ob_construct *c)
                            (size_t)(it->end - it->begin), 1};
         ob_hook_copy from = {(void *)it->begin, (const void *)it->device,
                              (size_t)(it->end - it->begin), 0};
-        int to_first = ob_hook_runtime_get()->version->update_to_first;
         if ((it->type & OB_MAP_TO) && to_first)
             s.copies[batched++] = to;
         if (it->type & OB_MAP_FROM)

@@ -417,9 +417,8 @@ static void region_1tofrom(char *const *p, const size_t *n, size_t j0, unsigned 
  * nothing from a split). The kernel counts the bytes that did not arrive in a device global,
  * which is no map of the region; rep_region reads it back afterwards. */
 #pragma omp declare target
-long hook_bench_region_mismatches;
+long region_mismatches; /* not static: the host updates it, which needs external linkage */
 #pragma omp end declare target
-#define region_mismatches hook_bench_region_mismatches
 
 static void region_1to(char *const *p, const size_t *n, size_t j0, unsigned seed,
                        unsigned char mask)
