@@ -200,6 +200,7 @@ module ompbatch
         integer(c_int64_t) :: time_poll_ns = 0
         integer(c_int64_t) :: time_block_ns = 0
         integer(c_int64_t) :: time_unpack_ns = 0
+        integer(c_int64_t) :: regions_direct = 0
     end type ompbatch_hook_stats
 
     ! ---- The C API -------------------------------------------------------------------------------

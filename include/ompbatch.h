@@ -699,6 +699,8 @@ typedef struct ompbatch_hook_stats {
     uint64_t time_poll_ns;        /* waiting for the stream by polling it */
     uint64_t time_block_ns;       /* waiting in cuStreamSynchronize once polling gave up */
     uint64_t time_unpack_ns;      /* copying staged bytes into pageable destinations */
+    uint64_t regions_direct;      /* target regions whose mapped arrays the kernel got as device
+                                     addresses, looked up by the hook instead of the runtime */
 } ompbatch_hook_stats;
 
 /* Copies the hook's process-wide statistics into *stats (struct_size must be set): its state,

@@ -37,17 +37,4 @@ void ob_hook_end(const ob_construct *c);
 int ob_hook_kernel_maps(int device, const ob_kernel_args *args);
 void ob_hook_kernel_mappers_done(int device);
 
-/* Whether a blocking target region is better done as data begin (its arrays as they are) +
- * the kernel (TO, FROM and ALWAYS taken off its mapped items) + data end (its arrays as they
- * are): libomptarget 16's own target() is that sequence, so the results are the same, and
- * the begin and end halves batch what they can. 1 when the hook would then make two copies
- * or more to the device or one from it, and every mapped item is one whose begin cannot fail
- * differently (docs/hook.md, "Target regions"); 0 to forward the region as it is. Callers
- * hold the construct lock (shared is enough). */
-int ob_hook_region_splittable(int device, const ob_kernel_args *args);
-
-/* The map types of a split region's kernel: types[i] is args' with TO, FROM and ALWAYS
- * cleared on every mapped item (not PRIVATE or LITERAL: PRIVATE|TO is a firstprivate). */
-void ob_hook_region_kernel_types(const ob_kernel_args *args, int64_t *types);
-
 #endif

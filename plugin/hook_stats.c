@@ -41,6 +41,7 @@ static void snapshot(ompbatch_hook_stats *out)
     out->regions_split = load(&ob_hook_count.regions_split);
     out->region_items = load(&ob_hook_count.region_items);
     out->region_batched = load(&ob_hook_count.region_batched);
+    out->regions_direct = load(&ob_hook_count.regions_direct);
     out->time_construct_ns = load(&ob_phase_ns[OB_PHASE_CONSTRUCT]);
     out->time_runtime_ns = load(&ob_phase_ns[OB_PHASE_RUNTIME]);
     out->time_kernel_ns = load(&ob_phase_ns[OB_PHASE_KERNEL]);
@@ -80,7 +81,7 @@ int ompbatch_hook_reset_stats(void)
         &ob_hook_count.items_forwarded, &ob_hook_count.batches,
         &ob_hook_count.bytes_batched,  &ob_hook_count.driver_batch_calls,
         &ob_hook_count.regions_split,  &ob_hook_count.region_items,
-        &ob_hook_count.region_batched,
+        &ob_hook_count.region_batched, &ob_hook_count.regions_direct,
     };
     for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         atomic_store_explicit(counters[i], 0, memory_order_relaxed);
@@ -180,7 +181,7 @@ static void print_at_exit(void)
             "ompbatch hook: state=%s runtime=%d constructs=%llu kernels=%llu items=%llu "
             "update_batched=%llu enter_batched=%llu exit_batched=%llu forwarded=%llu "
             "batches=%llu bytes=%llu driver_batch_calls=%llu paths=%s regions_split=%llu "
-            "region_items=%llu region_batched=%llu\n",
+            "region_items=%llu region_batched=%llu regions_direct=%llu\n",
             state_name(s.state), s.runtime_major, (unsigned long long)s.constructs,
             (unsigned long long)s.kernels, (unsigned long long)s.items,
             (unsigned long long)s.update_batched, (unsigned long long)s.enter_batched,
@@ -188,7 +189,7 @@ static void print_at_exit(void)
             (unsigned long long)s.batches, (unsigned long long)s.bytes_batched,
             (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none",
             (unsigned long long)s.regions_split, (unsigned long long)s.region_items,
-            (unsigned long long)s.region_batched);
+            (unsigned long long)s.region_batched, (unsigned long long)s.regions_direct);
     print_reasons();
     print_times();
 }

@@ -22,6 +22,7 @@ typedef struct ob_hook_counters {
     atomic_uint_fast64_t regions_split;
     atomic_uint_fast64_t region_items;
     atomic_uint_fast64_t region_batched;
+    atomic_uint_fast64_t regions_direct;
     /* Items by kind of construct and by the reason the hook left them to the runtime
      * (OB_REASON_NONE: batched); printed with OMPBATCH_STATS=1. */
     atomic_uint_fast64_t by_reason[OB_KIND_COUNT][OB_REASON_COUNT];

@@ -29,6 +29,7 @@
 #include "hook_copy.h"
 #include "hook_mapper.h"
 #include "hook_mirror.h"
+#include "hook_region.h"
 #include "hook_runtime.h"
 #include "hook_stats.h"
 #include "log.h"
@@ -279,18 +280,66 @@ OB_HOOK_EXPORT void __tgt_target_data_update_nowait_mapper(DATA_PARAMS, NOWAIT_P
     data_construct(KIND_UPDATE, 1, &c);
 }
 
+/* Runs the region's kernel with args' map types and bases replaced by types[] and bases[] (a
+ * private copy of the struct): what libomptarget writes into the struct (the argument count,
+ * the team count) is copied back, so the program sees what it would have seen. The caller
+ * holds the construct lock shared. */
+static int run_kernel(const ob_hook_runtime *rt, ob_ident *loc, int64_t device_id,
+                      int32_t num_teams, int32_t thread_limit, void *host_ptr,
+                      ob_kernel_args *args, void **bases, int64_t *types)
+{
+    ob_kernel_args mine = *args;
+    mine.arg_base_ptrs = bases;
+    mine.arg_types = types;
+    uint64_t started = ob_phase_start();
+    in_runtime++;
+    int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, &mine);
+    in_runtime--;
+    ob_phase_end(OB_PHASE_KERNEL, started);
+    mine.arg_base_ptrs = args->arg_base_ptrs;
+    mine.arg_types = args->arg_types;
+    *args = mine;
+    return result;
+}
+
+/* Room for a region's replaced bases and types: on the stack for most regions. */
+#define OB_REGION_ARGS_ON_STACK 32
+
+typedef struct region_args {
+    void **bases;
+    int64_t *types;
+    void *heap;
+    void *stack_bases[OB_REGION_ARGS_ON_STACK];
+    int64_t stack_types[OB_REGION_ARGS_ON_STACK];
+} region_args;
+
+static int region_args_init(region_args *r, uint32_t count)
+{
+    r->heap = NULL;
+    r->bases = r->stack_bases;
+    r->types = r->stack_types;
+    if (count <= OB_REGION_ARGS_ON_STACK)
+        return 0;
+    r->heap = ob_malloc((size_t)count * (sizeof(void *) + sizeof(int64_t)));
+    if (r->heap == NULL)
+        return -1;
+    r->bases = r->heap;
+    r->types = (int64_t *)(r->bases + count);
+    return 0;
+}
+
 /* A target region done as data begin + kernel + data end (ob_hook_region_splittable says
  * when): the halves take the construct lock exclusively, as data constructs do, and the
- * kernel shared, as every region does. The kernel gets a copy of the program's arguments whose
- * types have TO, FROM and ALWAYS taken off; what libomptarget writes into them (the argument
- * count, the team count) is copied back, so the program sees what it would have seen. Returns
- * -1 without doing anything when the copy cannot be allocated. */
+ * kernel shared, as every region does. The kernel gets its mapped arrays as device addresses
+ * when the mirror holds them all after the begin half, else the program's arguments with TO,
+ * FROM and ALWAYS taken off. Returns -1 without doing anything when the copy of the arguments
+ * cannot be allocated. */
 static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_teams,
                         int32_t thread_limit, void *host_ptr, ob_kernel_args *args,
                         int *result)
 {
-    int64_t *types = ob_malloc((size_t)args->num_args * sizeof(*types));
-    if (types == NULL)
+    region_args kernel_args;
+    if (region_args_init(&kernel_args, args->num_args) != 0)
         return -1;
     ob_hook_add(&ob_hook_count.regions_split, 1);
     c->what = "region begin";
@@ -299,27 +348,47 @@ static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_
     ob_hook_begin(c);
     pthread_rwlock_unlock(&construct_lock);
 
-    ob_kernel_args mine = *args;
-    mine.arg_types = types;
-    ob_hook_region_kernel_types(args, types);
     pthread_rwlock_rdlock(&construct_lock);
-    uint64_t started = ob_phase_start();
-    in_runtime++;
-    *result = rt->kernel(c->loc, c->device_id, num_teams, thread_limit, host_ptr, &mine);
-    in_runtime--;
-    ob_phase_end(OB_PHASE_KERNEL, started);
+    if (ob_hook_region_direct_args(c->device, args, 1, kernel_args.bases, kernel_args.types)) {
+        ob_hook_add(&ob_hook_count.regions_direct, 1);
+    } else {
+        for (uint32_t i = 0; i < args->num_args; i++)
+            kernel_args.bases[i] = args->arg_base_ptrs[i];
+        ob_hook_region_kernel_types(args, kernel_args.types);
+    }
+    *result = run_kernel(rt, c->loc, c->device_id, num_teams, thread_limit, host_ptr, args,
+                         kernel_args.bases, kernel_args.types);
     pthread_rwlock_unlock(&construct_lock);
-    int64_t *theirs = args->arg_types;
-    *args = mine;
-    args->arg_types = theirs;
 
     c->what = "region end";
     c->blocking = rt->end;
     pthread_rwlock_wrlock(&construct_lock);
     ob_hook_end(c);
     pthread_rwlock_unlock(&construct_lock);
-    free(types);
+    free(kernel_args.heap);
     return 0;
+}
+
+/* A region with nothing to copy whose arrays the mirror holds: its kernel gets their device
+ * addresses, and the runtime's look-ups of each array (three a region under 16) are saved.
+ * Returns 0 with *result set, or -1 to forward the region as it is. The caller holds the
+ * construct lock shared. */
+static int direct_region(const ob_hook_runtime *rt, ob_ident *loc, int64_t device_id,
+                         int device, int32_t num_teams, int32_t thread_limit, void *host_ptr,
+                         ob_kernel_args *args, int *result)
+{
+    region_args kernel_args;
+    if (region_args_init(&kernel_args, args->num_args) != 0)
+        return -1;
+    int direct = ob_hook_region_direct_args(device, args, 0, kernel_args.bases,
+                                            kernel_args.types);
+    if (direct) {
+        ob_hook_add(&ob_hook_count.regions_direct, 1);
+        *result = run_kernel(rt, loc, device_id, num_teams, thread_limit, host_ptr, args,
+                             kernel_args.bases, kernel_args.types);
+    }
+    free(kernel_args.heap);
+    return direct ? 0 : -1;
 }
 
 OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t num_teams,
@@ -348,6 +417,7 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
         return result;
     }
     uint64_t region_started = ob_phase_start();
+    int result = 0;
     pthread_rwlock_rdlock(&construct_lock);
     if (ob_hook_region_splittable(device, args)) {
         pthread_rwlock_unlock(&construct_lock);
@@ -355,19 +425,24 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
                           .args = {(int32_t)args->num_args, args->arg_base_ptrs, args->arg_ptrs,
                                    args->arg_sizes, args->arg_types, args->arg_names,
                                    args->arg_mappers}};
-        int result = 0;
         if (split_region(rt, &c, num_teams, thread_limit, host_ptr, args, &result) == 0) {
             ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
             return result;
         }
         pthread_rwlock_rdlock(&construct_lock);
     }
+    if (direct_region(rt, loc, device_id, device, num_teams, thread_limit, host_ptr, args,
+                      &result) == 0) {
+        pthread_rwlock_unlock(&construct_lock);
+        ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
+        return result;
+    }
     int mappers = ob_hook_kernel_maps(device, args);
     if (mappers)
         ob_mapper_record_start(-1);
     uint64_t started = ob_phase_start();
     in_runtime++;
-    int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
+    result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
     in_runtime--;
     ob_phase_end(OB_PHASE_KERNEL, started);
     if (mappers)

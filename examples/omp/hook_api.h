@@ -120,6 +120,7 @@ static inline void hook_stats_accumulate(ompbatch_hook_stats *acc,
     HOOK_STATS_ADD_(time_poll_ns)
     HOOK_STATS_ADD_(time_block_ns)
     HOOK_STATS_ADD_(time_unpack_ns)
+    HOOK_STATS_ADD_(regions_direct)
 #undef HOOK_STATS_ADD_
     acc->paths |= after->paths;
     acc->state = after->state;

@@ -390,6 +390,112 @@ static void test_threads(void)
     printf("  threads: %lu differences\n", bad);
 }
 
+/* ---- regions on present data: the kernel gets device addresses ---------------------------- */
+
+typedef struct triple {
+    uint32_t x, y, z;
+} triple;
+
+static uint32_t global_grid[3000];
+
+/* Regions whose arrays an enter data made present, with every map type, the present, close
+ * and ompx_hold modifiers, sections that start inside their array (base and begin differ),
+ * a struct and a scalar by reference, an implicitly mapped global: the runtime copies nothing
+ * for them, and the device copies carry the kernels' writes from region to region. A last
+ * region maps one array that is not present, which the runtime must map and copy itself. */
+static void test_present_regions(int rounds)
+{
+    uint64_t r = ht_state(1200);
+    size_t n = ht_between(&r, 64, 3000), k = ht_between(&r, 1, n / 4), len = n - 2 * k;
+    uint32_t *a = tr_random(n, 1201), *b = tr_random(n, 1202), *c = tr_random(n, 1203);
+    ht_fill_random(global_grid, sizeof(global_grid), 1204);
+    triple st = {7, 11, 13};
+    uint32_t scalar = 17;
+    uint32_t *dev_a = ht_dup(a, n * sizeof(*a)), *dev_b = ht_dup(b, n * sizeof(*b));
+    uint32_t *dev_c = ht_dup(c, n * sizeof(*c));
+    uint32_t *dev_grid = ht_dup(global_grid, sizeof(global_grid));
+    uint32_t *host_a = ht_dup(a, n * sizeof(*a));
+    triple dev_st = st;
+    uint32_t dev_scalar = scalar;
+#pragma omp target enter data map(to : a[0:n], b[0:n], c[k:len], st, scalar, global_grid)
+    for (int round = 0; round < rounds; round++) {
+        uint32_t tag = 1300 + (uint32_t)round;
+        switch (round % 4) {
+        case 0:
+#pragma omp target map(tofrom : a[0:n]) map(to : b[0:n]) map(from : c[k:len]) map(tofrom : st)
+            for (size_t j = 0; j < n; j++) {
+                a[j] = ht_mix32(a[j] + b[j], tag);
+                if (j >= k && j < k + len)
+                    c[j] = a[j] ^ st.x;
+                if (j == 0)
+                    st.y += st.x;
+            }
+            for (size_t j = 0; j < n; j++) {
+                dev_a[j] = ht_mix32(dev_a[j] + dev_b[j], tag);
+                if (j >= k && j < k + len)
+                    dev_c[j] = dev_a[j] ^ dev_st.x;
+            }
+            dev_st.y += dev_st.x;
+            break;
+        case 1:
+#pragma omp target map(present, tofrom : a[k:len], c[k:len]) map(present, to : scalar)
+            for (size_t j = k; j < k + len; j++)
+                c[j] = ht_mix32(c[j] ^ a[j], tag + scalar);
+            for (size_t j = k; j < k + len; j++)
+                dev_c[j] = ht_mix32(dev_c[j] ^ dev_a[j], tag + dev_scalar);
+            break;
+        case 2:
+#pragma omp target map(close, tofrom : b[0:n]) map(ompx_hold, alloc : a[0:n])                  \
+    map(tofrom : scalar)
+            {
+                for (size_t j = 0; j < n; j++)
+                    b[j] = ht_mix32(b[j] - a[j], tag);
+                scalar += 3;
+            }
+            for (size_t j = 0; j < n; j++)
+                dev_b[j] = ht_mix32(dev_b[j] - dev_a[j], tag);
+            dev_scalar += 3;
+            break;
+        case 3:
+            /* global_grid without a map clause: an implicit tofrom of the present global. */
+#pragma omp target map(to : b[0:n])
+            for (size_t j = 0; j < 3000; j++)
+                global_grid[j] = ht_mix32(global_grid[j] ^ b[j % n], tag);
+            for (size_t j = 0; j < 3000; j++)
+                dev_grid[j] = ht_mix32(dev_grid[j] ^ dev_b[j % n], tag);
+            break;
+        }
+    }
+    /* Nothing came back: the entries stayed, the regions copied nothing. */
+    ht_expect_host(a, host_a, n * sizeof(*a), "present regions: a untouched on the host");
+    CHECK(st.y == 11 && scalar == 17, "present regions: the struct or scalar came back");
+    ht_expect_device(a, dev_a, n * sizeof(*a), "present regions: a on the device");
+    ht_expect_device(b, dev_b, n * sizeof(*b), "present regions: b on the device");
+    ht_expect_device(c + k, dev_c + k, len * sizeof(*c), "present regions: c on the device");
+    /* One array present, one not: the runtime maps d, copies it there and back. */
+    uint32_t *d = tr_random(n, 1205), *want_d = ht_malloc(n * sizeof(*want_d));
+    for (size_t j = 0; j < n; j++)
+        want_d[j] = ht_mix32(d[j] + dev_a[j], 1400);
+#pragma omp target map(tofrom : d[0:n]) map(to : a[0:n])
+    for (size_t j = 0; j < n; j++)
+        d[j] = ht_mix32(d[j] + a[j], 1400);
+    ht_expect_host(d, want_d, n * sizeof(*d), "present regions: the absent array");
+#pragma omp target exit data map(from : a[0:n], b[0:n], c[k:len], st, scalar, global_grid)
+    ht_expect_host(a, dev_a, n * sizeof(*a), "present regions: a after the exit");
+    ht_expect_host(b, dev_b, n * sizeof(*b), "present regions: b after the exit");
+    ht_expect_host(c + k, dev_c + k, len * sizeof(*c), "present regions: c after the exit");
+    ht_expect_host(global_grid, dev_grid, sizeof(global_grid), "present regions: the global");
+    CHECK(st.x == dev_st.x && st.y == dev_st.y && st.z == dev_st.z,
+          "present regions: struct %u %u %u, want %u %u %u", st.x, st.y, st.z, dev_st.x,
+          dev_st.y, dev_st.z);
+    CHECK(scalar == dev_scalar, "present regions: scalar %u, want %u", scalar, dev_scalar);
+    CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c + k, len * sizeof(*c)),
+          "present regions: still mapped after the exit");
+    ht_report("present regions: c", c + k, len * sizeof(*c));
+    free(a), free(b), free(c), free(d), free(want_d), free(dev_a), free(dev_b), free(dev_c);
+    free(dev_grid), free(host_a);
+}
+
 /* ---- what the hook leaves to the runtime: pointers, structs, mappers ------------------------- */
 
 static uint32_t *global_p, *global_q;
@@ -449,6 +555,7 @@ int main(int argc, char **argv)
     test_devices();
     test_nowait();
     test_threads();
+    test_present_regions(24);
     test_forwarded_shapes();
     return ht_finish("target_regions");
 }
