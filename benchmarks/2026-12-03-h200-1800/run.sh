@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The busy-host check under contention, on the H200 (LLVM 16 runtime): the library's GPU pack,
+# the OpenMP pack (its hook_bench limited to s and p), hook_bench in full under --contention
+# and on an idle host, region_probe (what a region moving nothing costs the runtime, by how its
+# arrays reach the kernel), the mapping fuzzer. Expects gpu_pack.tar.gz, omp_gpu_pack.tar.gz,
+# omp_runtime_bundle.tar.xz, fuzz_many.sh and region_probe beside it.
+set -uo pipefail
+cd "$(dirname "$0")"
+here=$PWD
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+w=$(mktemp -d)
+tar xzf gpu_pack.tar.gz -C "$w"
+mkdir -p "$w/omp" && tar xzf omp_gpu_pack.tar.gz -C "$w/omp" && tar xJf omp_runtime_bundle.tar.xz -C "$w/omp"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+date -u
+(export LD_LIBRARY_PATH="$w/omp/lib" OMP_TARGET_OFFLOAD=MANDATORY
+ "$here/region_probe" > "$OUT/region_probe.txt" 2>&1; echo "region_probe exit $?"; cat "$OUT/region_probe.txt"
+ timeout 200 "$w/omp/bin/hook_bench_nvptx" --reps 5 --contention --json "$OUT/hook_bench_contention.json" > "$OUT/hook_bench_contention.txt" 2>&1; echo "hook_bench contention exit $?"
+ timeout 200 "$w/omp/bin/hook_bench_nvptx" --reps 5 --json "$OUT/hook_bench.json" > "$OUT/hook_bench.txt" 2>&1; echo "hook_bench exit $?")
+sed -n '/^shape/,/^never/p' "$OUT/hook_bench_contention.txt"; grep "^never" "$OUT/hook_bench.txt"
+GPU_TEST_LOG_DIR=$w/gpu_logs "$w/gpu_pack/run_gpu_tests.sh" > "$OUT/gpu_tests.txt" 2>&1; echo "gpu pack exit $?"
+tail -1 "$OUT/gpu_tests.txt"
+(cd "$w/omp" && OUT=$w/omp_logs && mkdir -p $OUT && ./run_omp_pack.sh --bench-args "--reps 3 --only s,p") > "$OUT/omp_pack.txt" 2>&1; echo "omp pack exit $?"
+grep -E "^FAIL|omp pack:|^halo" "$OUT/omp_pack.txt"
+cd "$w/omp"
+export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-}
+OMPBATCH_COMPARE_GPU=1 timeout 100 bash "$here/fuzz_many.sh" bin/map_fuzz_nvptx_plain bin/map_fuzz_nvptx_hooked "${FUZZ_SEEDS:-10}" 5000 > "$OUT/fuzz.txt" 2>&1; echo "fuzz exit $?"
+tail -1 "$OUT/fuzz.txt"
