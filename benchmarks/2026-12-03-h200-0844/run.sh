@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU checks of one session: the library's GPU pack and the OpenMP pack (LLVM 16).
+# GPU checks of one run: the library's GPU pack and the OpenMP pack (LLVM 16).
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/out} # where the logs go

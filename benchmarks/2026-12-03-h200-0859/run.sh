@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU checks of one session: the OpenMP pack (LLVM 16) with the hook tests, then hook_bench's
+# GPU checks of one run: the OpenMP pack (LLVM 16) with the hook tests, then hook_bench's
 # target-region shapes three times (hook off and on alternating inside each run).
 set -uo pipefail
 cd "$(dirname "$0")"

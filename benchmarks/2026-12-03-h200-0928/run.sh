@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU checks of one session: the library's GPU pack, the OpenMP pack (LLVM 16) with the hook
+# GPU checks of one run: the library's GPU pack, the OpenMP pack (LLVM 16) with the hook
 # tests and hook_bench, and the mapping fuzzer at length (plain and hooked nvptx builds;
 # FUZZ_SEEDS seeds of 5000 constructs, default 40).
 set -uo pipefail

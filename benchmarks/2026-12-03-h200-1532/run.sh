@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Verification of main at the start of the session: the library's GPU pack, the OpenMP pack
+# Verification of main: the library's GPU pack, the OpenMP pack
 # (LLVM 16; its hook_bench limited to the s and p shapes), hook_bench in full, and the mapping
 # fuzzer on the GPU (10 seeds of 5000 constructs). Expects gpu_pack.tar.gz,
 # omp_gpu_pack.tar.gz, omp_runtime_bundle.tar.xz and fuzz_many.sh beside it.
