@@ -55,9 +55,10 @@ const char *ob_way_name(ob_way way)
     return (unsigned)way < OB_WAY_COUNT ? way_names[way] : "unknown";
 }
 
-/* The H200's figures: per-piece microseconds at 16 B, 256 B, 4 KiB, 64 KiB and 1 MiB from
- * shared/reference/h200-probe.md ("Packing strategies" and the batch tables, 1024 pieces),
- * bulk bandwidth for 1 MiB. Staged pageable figures are for one packing thread. */
+/* The H200's figures: per-piece microseconds at 16 B, 256 B, 4 KiB, 64 KiB and 1 MiB, measured
+ * with 1024 pieces per way (direct batches and per-copy loops, staged packs with one packing
+ * thread), bulk bandwidth for 1 MiB; docs/strategies.md, "Auto and the cost model", has the
+ * table. */
 static const ob_cost_curve builtin[OB_LANE_COUNT][OB_WAY_COUNT] = {
     [OB_LANE_H2D_PAGEABLE] = {{8.0, {0.85, 0.90, 1.22, 10.9, 166.0}},
                               {15.0, {0.03, 0.04, 0.42, 12.0, 105.0}}},
@@ -260,7 +261,7 @@ static ob_cost_model *models[OB_COST_MAX_DEVICES];
  * CU_CTX_SCHED_BLOCKING_SYNC, and there a direct copy into pageable memory, in which the driver
  * waits, measured 18-53 us a piece on the H200 against 6.6-7.3 us in the benchmark's context;
  * with the benchmark's model the hook sent 2-item 'update from' constructs direct, 2-5x slower
- * than staged (BENCHMARKS.md 22:05). */
+ * than staged (benchmarks/2026-12-02-h200-2205/). */
 static const char *sched_suffix(const ob_driver *driver, CUdevice device)
 {
     unsigned flags = 0;

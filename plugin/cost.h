@@ -42,7 +42,7 @@ ob_lane ob_cost_lane(ob_category category);
 const char *ob_lane_name(ob_lane lane);
 const char *ob_way_name(ob_way way);
 
-/* The built-in model: the H200's figures (BENCHMARKS.md). */
+/* The built-in model: the H200's figures (docs/strategies.md, "Auto and the cost model"). */
 void ob_cost_builtin(ob_cost_model *model);
 
 /* Applies OMPBATCH_COST ("lane.way.fixed=US,lane.way.SIZE=US,..."; lane as ob_lane_name,

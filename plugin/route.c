@@ -1,7 +1,7 @@
 #include "route.h"
 
-/* Thresholds measured on the H200 (BENCHMARKS.md, 2026-12-02 sweep of 2-128 pieces of 512 B to
- * 32 KiB, and shared/reference/h200-probe.md). The driver's batch path from host memory to the
+/* Thresholds measured on the H200 (BENCHMARKS.md, "Routing sweep": 2-128 pieces of 512 B to
+ * 32 KiB; docs/strategies.md, "Routing"). The driver's batch path from host memory to the
  * device has a valley between 4 KiB and 32 KiB pieces where it loses to a per-copy loop:
  * pinned 8 KiB 0.82-0.95x, 16 KiB 0.67-0.77x; pageable 16 KiB 0.86-0.95x, 32 KiB 0.76-0.87x.
  * Below it, pieces need a few copies to win (pinned 4 KiB: 0.94x at 4 pieces, 1.04x at 8). */
