@@ -61,8 +61,8 @@ typedef struct ob_plan {
 
 /* A lone copy smaller than this is not classified (plan.c, plan_lone_copy): never staged. On
  * the H200 (the four grids of benchmarks/2026-12-02-h200-strategies-*) a lone pageable 1 MiB
- * copy was 5-20% slower staged in both directions, while a lone 4 MiB one was faster staged in 7 of 8 measurements (D2H
- * 270-355 us against 341-412 direct). */
+ * copy was 5-20% slower staged in both directions, while a lone 4 MiB one was faster staged
+ * in 7 of 8 measurements (D2H 270-355 us against 341-412 direct). */
 #define OB_LONE_STAGED_MIN_BYTES ((size_t)2 << 20)
 
 /* A pageable copy to or from a device of this size or more goes pipelined through pinned
