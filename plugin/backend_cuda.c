@@ -82,9 +82,9 @@ static int describe_failure(int status, const ob_plan *plan, const ob_step *step
     if (fail < n) {
         const ob_copy *copy = &plan->copies[step->begin + fail];
         if (copy->merged > 1)
-            return ob_fail_context(status, "copy %zu (merged with %zu neighbours): ", copy->index,
-                                   copy->merged - 1);
-        return ob_fail_context(status, "copy %zu: ", copy->index);
+            return ob_fail_copy_context(status, copy->index, " (merged with %zu neighbours)",
+                                        copy->merged - 1);
+        return ob_fail_in_copy(status, copy->index);
     }
     return ob_fail_context(status, "batch of %zu copies (copy %zu first): ", n,
                            plan->copies[step->begin].index);

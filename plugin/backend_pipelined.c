@@ -172,7 +172,7 @@ static int pipelined_run(ob_exec *exec, const ob_plan *plan, const ob_step *step
         if (c->dst_side == OB_SIDE_DEVICE &&
             c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM && exec->stream_busy &&
             (status = ob_stream_wait(exec->driver, exec->stream)) != OMPBATCH_OK)
-            return ob_fail_context(status, "copy %zu: ", c->index);
+            return ob_fail_in_copy(status, c->index);
         pipe p;
         status = pipe_open(exec, &p);
         if (status == OMPBATCH_ERR_NO_MEMORY && p.region == NULL) {
@@ -189,15 +189,15 @@ static int pipelined_run(ob_exec *exec, const ob_plan *plan, const ob_step *step
         }
         size_t offset = 0;
         if (status != OMPBATCH_OK)
-            status = ob_fail_context(status, "copy %zu (pipelined, its events): ", c->index);
+            status = ob_fail_copy_context(status, c->index, " (pipelined, its events)");
         else if ((status = c->dst_side == OB_SIDE_DEVICE ? to_device(&p, c, &offset)
                                                          : from_device(&p, c, &offset)) !=
                  OMPBATCH_OK)
-            status = ob_fail_context(status, "copy %zu (pipelined, the chunk at byte %zu): ",
-                                     c->index, offset);
+            status = ob_fail_copy_context(status, c->index, " (pipelined, the chunk at byte %zu)",
+                                          offset);
         int closed = pipe_close(&p, status);
         if (status == OMPBATCH_OK && closed != OMPBATCH_OK)
-            status = ob_fail_context(closed, "copy %zu (pipelined, its last chunks): ", c->index);
+            status = ob_fail_copy_context(closed, c->index, " (pipelined, its last chunks)");
         if (status != OMPBATCH_OK)
             return status;
         exec->staged.paths |= OMPBATCH_PATH_STAGED;

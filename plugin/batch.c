@@ -211,11 +211,11 @@ static int resolve_side(const ompbatch_batch *batch, size_t index, const char *w
     ob_device device;
     int status = ob_device_resolve(device_num, what, &device);
     if (status != OMPBATCH_OK)
-        return ob_fail_context(status, "copy %zu: ", index);
+        return ob_fail_in_copy(status, index);
     if (device.kind != OB_DEVICE_HOST)
-        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
-                       "copy %zu: %s %d is neither the batch's device %d nor the host", index,
-                       what, device_num, batch->device.number);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
+                            "%s %d is neither the batch's device %d nor the host", what, device_num,
+                            batch->device.number);
     *side = OB_SIDE_HOST;
     return OMPBATCH_OK;
 }
@@ -248,20 +248,19 @@ static int check_map_type(size_t index, uint64_t map_type)
 {
     uint64_t unknown = map_type & ~(uint64_t)OMPBATCH_MAP_KNOWN_BITS;
     if (unknown != 0)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: map_type %#" PRIx64 " has bits no OpenMP map type uses (%#" PRIx64
-                       ")",
-                       index, map_type, unknown);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, index,
+                            "map_type %#" PRIx64 " has bits no OpenMP map type uses (%#" PRIx64 ")",
+                            map_type, unknown);
     return OMPBATCH_OK;
 }
 
 static int check_pointer(size_t index, const char *what, const void *ptr, size_t bytes)
 {
     if (ptr == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "copy %zu: %s is NULL", index, what);
+        return ob_fail_copy(OMPBATCH_ERR_NULL_POINTER, index, "%s is NULL", what);
     if ((uintptr_t)ptr + bytes < (uintptr_t)ptr)
-        return ob_fail(OMPBATCH_ERR_OVERFLOW, "copy %zu: %s %p + %zu bytes overflows", index,
-                       what, ptr, bytes);
+        return ob_fail_copy(OMPBATCH_ERR_OVERFLOW, index, "%s %p + %zu bytes overflows", what, ptr,
+                            bytes);
     return OMPBATCH_OK;
 }
 
@@ -327,12 +326,12 @@ static int multi_side(const ompbatch_batch *batch, size_t index, const char *wha
     }
     int status = ob_device_resolve(device_num, what, out);
     if (status != OMPBATCH_OK)
-        return ob_fail_context(status, "copy %zu: ", index);
+        return ob_fail_in_copy(status, index);
     if (out->kind != OB_DEVICE_CUDA && out->kind != OB_DEVICE_HOST)
-        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
-                       "copy %zu: %s %d is not a CUDA device; a batch of device %d copies "
-                       "between the host and CUDA devices only",
-                       index, what, device_num, batch->device.number);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
+                            "%s %d is not a CUDA device; a batch of device %d copies "
+                            "between the host and CUDA devices only",
+                            what, device_num, batch->device.number);
     return OMPBATCH_OK;
 }
 
@@ -350,11 +349,12 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
         return status;
     if (!batch->multi_active) {
         if (batch->caller_stream)
-            return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
-                           "copy %zu: it names another GPU than the batch's device %d; a batch "
-                           "on the caller's stream copies on its device only (create the batch "
-                           "with stream NULL for copies across GPUs)",
-                           index, batch->device.number);
+            return ob_fail_copy(
+                OMPBATCH_ERR_UNSUPPORTED, index,
+                "it names another GPU than the batch's device %d; a batch "
+                "on the caller's stream copies on its device only (create the batch "
+                "with stream NULL for copies across GPUs)",
+                batch->device.number);
         if (batch->multi == NULL &&
             (status = ob_multi_create(&batch->multi, &batch->device, &batch->options)) !=
                 OMPBATCH_OK)
@@ -479,25 +479,23 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
     size_t index = batch->count;
     uint64_t direction = map_type & (OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM);
     if (direction != OMPBATCH_MAP_TO && direction != OMPBATCH_MAP_FROM)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: map_type %#" PRIx64 " must have exactly one of "
-                       "OMPBATCH_MAP_TO and OMPBATCH_MAP_FROM",
-                       index, map_type);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, index,
+                            "map_type %#" PRIx64 " must have exactly one of "
+                            "OMPBATCH_MAP_TO and OMPBATCH_MAP_FROM",
+                            map_type);
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK)
         return status;
     if (batch->device.kind == OB_DEVICE_HOST)
-        return ob_fail(OMPBATCH_ERR_INVALID_DEVICE,
-                       "copy %zu: mapped transfers need a device batch; this batch is for the "
-                       "host",
-                       index);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
+                            "mapped transfers need a device batch; this batch is for the "
+                            "host");
     const ob_omp_runtime *omp = ob_omp_runtime_get();
     if (!omp->available)
         omp = ob_omp_runtime_refresh();
     if (!omp->available)
-        return ob_fail(OMPBATCH_ERR_NO_OFFLOAD_RUNTIME,
-                       "copy %zu: omp_get_mapped_ptr is not in the process; link or load an "
-                       "OpenMP offload runtime (libomptarget)",
-                       index);
+        return ob_fail_copy(OMPBATCH_ERR_NO_OFFLOAD_RUNTIME, index,
+                            "omp_get_mapped_ptr is not in the process; link or load an "
+                            "OpenMP offload runtime (libomptarget)");
     if (bytes == 0)
         return ompbatch_batch_add(batch, NULL, batch->device.number, NULL,
                                   batch->device.number, 0, map_type);
@@ -506,17 +504,17 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
     int dev = batch->device.number;
     char *first = omp->get_mapped_ptr(host_ptr, dev);
     if (first == NULL)
-        return ob_fail(OMPBATCH_ERR_NOT_MAPPED,
-                       "copy %zu: host_ptr %p (%zu bytes) is not mapped on device %d", index,
-                       host_ptr, bytes, dev);
+        return ob_fail_copy(OMPBATCH_ERR_NOT_MAPPED, index,
+                            "host_ptr %p (%zu bytes) is not mapped on device %d", host_ptr, bytes,
+                            dev);
     char *last = omp->get_mapped_ptr((char *)host_ptr + bytes - 1, dev);
     if (last != first + (bytes - 1))
-        return ob_fail(OMPBATCH_ERR_NOT_MAPPED,
-                       "copy %zu: host_ptr %p is mapped on device %d but its last byte (+%zu) "
-                       "%s",
-                       index, host_ptr, dev, bytes - 1,
-                       last == NULL ? "is not: the range is only partly mapped"
-                                    : "maps elsewhere: the range spans several mappings");
+        return ob_fail_copy(OMPBATCH_ERR_NOT_MAPPED, index,
+                            "host_ptr %p is mapped on device %d but its last byte (+%zu) "
+                            "%s",
+                            host_ptr, dev, bytes - 1,
+                            last == NULL ? "is not: the range is only partly mapped"
+                                         : "maps elsewhere: the range spans several mappings");
     if (direction == OMPBATCH_MAP_TO)
         return ompbatch_batch_add(batch, first, dev, host_ptr, OMPBATCH_HOST_DEVICE, bytes,
                                   map_type);

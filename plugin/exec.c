@@ -21,8 +21,8 @@ static int run_step(ob_exec *exec, const ob_plan *plan, size_t s)
 {
     const ob_step *step = &plan->steps[s];
     if (step->route != OB_ROUTE_HOST && exec->driver == NULL)
-        return ob_fail(OMPBATCH_ERR_NO_DRIVER, "copy %zu needs the CUDA driver",
-                       plan->copies[step->begin].index);
+        return ob_fail_copy(OMPBATCH_ERR_NO_DRIVER, plan->copies[step->begin].index,
+                            "it needs the CUDA driver");
     ob_log(3, "step %zu: level %u, %s, %zu copies", s, step->level, ob_route_name(step->route),
            step->end - step->begin);
     if (step->route == OB_ROUTE_STAGED)

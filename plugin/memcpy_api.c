@@ -48,10 +48,9 @@ static int add_all(ompbatch_batch *batch, void *const *dst, const void *const *s
         uintptr_t d = (uintptr_t)dst[i], s = (uintptr_t)src[i];
         size_t doff = dst_offset ? dst_offset[i] : 0, soff = src_offset ? src_offset[i] : 0;
         if (d == 0 || s == 0)
-            return ob_fail(OMPBATCH_ERR_NULL_POINTER, "copy %zu: %s is NULL", i,
-                           d == 0 ? "dst" : "src");
+            return ob_fail_copy(OMPBATCH_ERR_NULL_POINTER, i, "%s is NULL", d == 0 ? "dst" : "src");
         if (d + doff < d || s + soff < s)
-            return ob_fail(OMPBATCH_ERR_OVERFLOW, "copy %zu: pointer plus offset overflows", i);
+            return ob_fail_copy(OMPBATCH_ERR_OVERFLOW, i, "pointer plus offset overflows");
         int status = ompbatch_batch_add(batch, (void *)(d + doff), dst_device_num,
                                         (const void *)(s + soff), src_device_num, length[i], 0);
         if (status != OMPBATCH_OK)

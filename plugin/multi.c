@@ -214,18 +214,15 @@ static int part_batch(ob_multi *m, const ob_device *device, part *p)
     return OMPBATCH_OK;
 }
 
-/* A failure of part p names its copy by the part's numbering ("copy 3: ..."): say which of the
- * caller's copies that is, keeping the rest of the message. */
+/* A failure of part p names its copy by the part's numbering: say which of the caller's copies
+ * that is, keeping the rest of the message. */
 static int translate(int status, const part *p, int device_number)
 {
-    char message[1024];
-    snprintf(message, sizeof(message), "%s", ompbatch_last_error());
     size_t k = 0;
-    int used = 0;
-    if (sscanf(message, "copy %zu: %n", &k, &used) == 1 && used > 0 && k < p->count)
-        return ob_fail(status, "copy %zu (in device %d's part): %s", p->index[k], device_number,
-                       message + used);
-    return ob_fail(status, "device %d's part: %s", device_number, message);
+    if (ob_error_copy(&k) && k < p->count)
+        return ob_error_renumber_copy(status, p->index[k], " (in device %d's part)",
+                                      device_number);
+    return ob_fail_context(status, "device %d's part: ", device_number);
 }
 
 /* Fills the parts from the copies, in the caller's order. */
@@ -286,16 +283,16 @@ static int check_peer_side(ob_multi *m, size_t index, const char *what, uintptr_
     ob_mem_info info;
     int status = ob_mem_classify(ob_driver_get(), &m->cache, ptr, &info);
     if (status != OMPBATCH_OK)
-        return ob_fail_context(status, "copy %zu: ", index);
+        return ob_fail_in_copy(status, index);
     if (info.kind != OB_MEM_DEVICE || info.ordinal != device->ordinal)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#lx is %s memory%s, not device memory of device %d",
-                       index, what, (unsigned long)ptr, ob_mem_kind_name(info.kind),
-                       info.kind == OB_MEM_DEVICE ? " of another device" : "", device->number);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, index,
+                            "%s %#lx is %s memory%s, not device memory of device %d", what,
+                            (unsigned long)ptr, ob_mem_kind_name(info.kind),
+                            info.kind == OB_MEM_DEVICE ? " of another device" : "", device->number);
     if (info.range_size > 0 && ptr - info.range_start + bytes > info.range_size)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#lx + %zu bytes runs past the end of its allocation", index,
-                       what, (unsigned long)ptr, bytes);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, index,
+                            "%s %#lx + %zu bytes runs past the end of its allocation", what,
+                            (unsigned long)ptr, bytes);
     return OMPBATCH_OK;
 }
 
@@ -337,9 +334,8 @@ static int send_peers(ob_multi *m, int ordinal, part *p)
             status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)c->dst, (CUdeviceptr)c->src,
                            c->bytes, stream);
             if (status != OMPBATCH_OK)
-                status = ob_fail_context(status, "copy %zu (device %d to device %d): ",
-                                         p->peers[k], c->src_device.number,
-                                         c->dst_device.number);
+                status = ob_fail_copy_context(status, p->peers[k], " (device %d to device %d)",
+                                              c->src_device.number, c->dst_device.number);
             m->peer_calls++;
             if (status == OMPBATCH_OK) {
                 m->peer_copies++;
@@ -421,10 +417,10 @@ int ob_multi_submit(ob_multi *multi)
             status = send_peers(multi, d, p);
     }
     if (status != OMPBATCH_OK) {
-        char message[1024];
-        snprintf(message, sizeof(message), "%s", ompbatch_last_error());
+        ob_error_saved failure;
+        ob_error_save(&failure);
         (void)ob_multi_wait(multi); /* nothing may still run when the failure is reported */
-        return ob_fail(status, "%s", message);
+        return ob_error_restore(status, &failure);
     }
     return OMPBATCH_OK;
 }

@@ -41,20 +41,20 @@ static int check_side(const ob_plan_params *params, const ob_copy *copy, const c
     int ordinal = params->attrs.device_ordinal;
     if (side == OB_SIDE_DEVICE && mem->kind != OB_MEM_MANAGED &&
         !(mem->kind == OB_MEM_DEVICE && mem->ordinal == ordinal))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#" PRIxPTR " is %s memory%s, not memory of device %d",
-                       copy->index, name, ptr, ob_mem_kind_name(mem->kind),
-                       mem->kind == OB_MEM_DEVICE ? " of another device" : "", ordinal);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                            "%s %#" PRIxPTR " is %s memory%s, not memory of device %d", name, ptr,
+                            ob_mem_kind_name(mem->kind),
+                            mem->kind == OB_MEM_DEVICE ? " of another device" : "", ordinal);
     if (side == OB_SIDE_HOST && mem->kind == OB_MEM_DEVICE)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#" PRIxPTR " is device memory of device %d, but its device "
-                       "number names the host",
-                       copy->index, name, ptr, mem->ordinal);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                            "%s %#" PRIxPTR " is device memory of device %d, but its device "
+                            "number names the host",
+                            name, ptr, mem->ordinal);
     if (mem->range_size > 0 && copy->bytes > mem->range_start + mem->range_size - ptr)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#" PRIxPTR " + %zu bytes runs past the end of its "
-                       "allocation (%#" PRIxPTR " + %zu bytes)",
-                       copy->index, name, ptr, copy->bytes, mem->range_start, mem->range_size);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                            "%s %#" PRIxPTR " + %zu bytes runs past the end of its "
+                            "allocation (%#" PRIxPTR " + %zu bytes)",
+                            name, ptr, copy->bytes, mem->range_start, mem->range_size);
     return OMPBATCH_OK;
 }
 
@@ -65,23 +65,23 @@ static int check_memcpy_side(const ob_copy *copy, const char *name, uintptr_t pt
     if (mem->kind != OB_MEM_DEVICE)
         return OMPBATCH_OK;
     if (side == OB_SIDE_HOST)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: %s %#" PRIxPTR " is device memory of device %d, but its device "
-                       "number names the host",
-                       copy->index, name, ptr, mem->ordinal);
-    return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                   "copy %zu: %s %#" PRIxPTR " is device memory of CUDA device %d, but the "
-                   "batch's device is not a CUDA device (its copies run with memcpy)",
-                   copy->index, name, ptr, mem->ordinal);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                            "%s %#" PRIxPTR " is device memory of device %d, but its device "
+                            "number names the host",
+                            name, ptr, mem->ordinal);
+    return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                        "%s %#" PRIxPTR " is device memory of CUDA device %d, but the "
+                        "batch's device is not a CUDA device (its copies run with memcpy)",
+                        name, ptr, mem->ordinal);
 }
 
 static int check_self_overlap(const ob_copy *copy)
 {
     if (ranges_overlap(copy->dst, copy->bytes, copy->src, copy->bytes))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "copy %zu: source %#" PRIxPTR " and destination %#" PRIxPTR
-                       " overlap (%zu bytes)",
-                       copy->index, copy->src, copy->dst, copy->bytes);
+        return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
+                            "source %#" PRIxPTR " and destination %#" PRIxPTR
+                            " overlap (%zu bytes)",
+                            copy->src, copy->dst, copy->bytes);
     return OMPBATCH_OK;
 }
 
@@ -139,7 +139,7 @@ static int classify(const ob_plan_params *params, ob_copy *copy)
     if (status == OMPBATCH_OK)
         status = classify_side(params, copy, copy->src, copy->src_side, &copy->src_mem);
     if (status != OMPBATCH_OK)
-        return ob_fail_context(status, "copy %zu: ", copy->index);
+        return ob_fail_in_copy(status, copy->index);
     if (params->driver != NULL) {
         if ((status = check_side(params, copy, "dst", copy->dst, copy->dst_side,
                                  &copy->dst_mem)) != OMPBATCH_OK ||

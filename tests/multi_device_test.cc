@@ -508,8 +508,23 @@ TEST_F(MultiDevice, APartsFailureNamesTheCallersCopy)
     // Copy 5: device 6's memory named as device 5's: device 5's part refuses it (its copy 1).
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, wrong.ptr, 5, host.ptr + 50000,
                                               OMPBATCH_HOST_DEVICE, 64, 0));
+    // The part's error is decided once, in device 5's planner, and logged there only; the
+    // batch renumbers its copy from the record, not from the words.
+    setenv("OMPBATCH_VERBOSE", "1", 1);
+    ob_config_reload();
+    testing::internal::CaptureStderr();
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
-    EXPECT_TRUE(message_has("copy 5 (in device 5's part)")) << ompbatch_last_error();
+    std::string log = testing::internal::GetCapturedStderr();
+    unsetenv("OMPBATCH_VERBOSE");
+    ob_config_reload();
+    EXPECT_TRUE(message_has("copy 5 (in device 5's part): dst ")) << ompbatch_last_error();
+    EXPECT_EQ(0, std::strncmp(ompbatch_last_error(), "copy 5 (in device 5's part): ", 29))
+        << ompbatch_last_error();
+    size_t logged = 0;
+    for (size_t at = log.find("ompbatch: error: "); at != std::string::npos;
+         at = log.find("ompbatch: error: ", at + 1))
+        logged++;
+    EXPECT_EQ(1u, logged) << log;
     EXPECT_EQ(0u, pending()) << "device 4's part was not waited for";
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d5.ptr + 8192, 5, host.ptr,
