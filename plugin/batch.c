@@ -19,6 +19,7 @@
 #include "phase_time.h"
 #include "plan_cache.h"
 #include "plan.h"
+#include "struct_out.h"
 
 typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
 
@@ -916,22 +917,10 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
     int checked = check_batch(batch);
     if (checked != OMPBATCH_OK)
         return checked;
-    if (stats == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "stats is NULL");
-    if (stats->struct_size < sizeof(stats->struct_size))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "stats->struct_size is %zu; set it to sizeof(ompbatch_stats)",
-                       stats->struct_size);
-    /* A newer, larger struct gets zeros in the fields this library does not know. */
     /* Copies added count as soon as they are added; the rest describes the last submit. */
     ompbatch_stats current = batch->stats;
     current.copies_added = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
-    size_t size = stats->struct_size;
-    size_t known = size < sizeof(*stats) ? size : sizeof(*stats);
-    memcpy(stats, &current, known);
-    memset((unsigned char *)stats + known, 0, size - known);
-    stats->struct_size = size;
-    return OMPBATCH_OK;
+    return ob_struct_out(stats, &current, sizeof(current), "stats", "ompbatch_stats");
 }
 
 int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_t *needed)

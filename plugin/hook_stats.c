@@ -8,6 +8,7 @@
 #include "error.h"
 #include "ompbatch.h"
 #include "phase_time.h"
+#include "struct_out.h"
 
 ob_hook_counters ob_hook_count;
 
@@ -27,21 +28,12 @@ static void snapshot(ompbatch_hook_stats *out)
     memset(out, 0, sizeof(*out));
     out->struct_size = sizeof(*out);
     ob_hook_state(&out->state, &out->runtime_major);
-    out->constructs = load(&ob_hook_count.constructs);
-    out->kernels = load(&ob_hook_count.kernels);
-    out->items = load(&ob_hook_count.items);
-    out->update_batched = load(&ob_hook_count.update_batched);
-    out->enter_batched = load(&ob_hook_count.enter_batched);
-    out->exit_batched = load(&ob_hook_count.exit_batched);
-    out->items_forwarded = load(&ob_hook_count.items_forwarded);
-    out->batches = load(&ob_hook_count.batches);
-    out->bytes_batched = load(&ob_hook_count.bytes_batched);
-    out->driver_batch_calls = load(&ob_hook_count.driver_batch_calls);
-    out->paths = atomic_load_explicit(&ob_hook_count.paths, memory_order_relaxed);
-    out->regions_split = load(&ob_hook_count.regions_split);
-    out->region_items = load(&ob_hook_count.region_items);
-    out->region_batched = load(&ob_hook_count.region_batched);
-    out->regions_direct = load(&ob_hook_count.regions_direct);
+#define OB_HOOK_COUNT_LOAD_(field, printed) out->field = load(&ob_hook_count.field);
+#define OB_HOOK_PATHS_LOAD_(field, printed)                                                     \
+    out->field = atomic_load_explicit(&ob_hook_count.field, memory_order_relaxed);
+    OB_HOOK_COUNTER_LIST(OB_HOOK_COUNT_LOAD_, OB_HOOK_PATHS_LOAD_)
+#undef OB_HOOK_COUNT_LOAD_
+#undef OB_HOOK_PATHS_LOAD_
     out->time_construct_ns = load(&ob_phase_ns[OB_PHASE_CONSTRUCT]);
     out->time_runtime_ns = load(&ob_phase_ns[OB_PHASE_RUNTIME]);
     out->time_kernel_ns = load(&ob_phase_ns[OB_PHASE_KERNEL]);
@@ -56,39 +48,20 @@ static void snapshot(ompbatch_hook_stats *out)
 
 int ompbatch_hook_get_stats(ompbatch_hook_stats *stats)
 {
-    if (stats == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "stats is NULL");
-    if (stats->struct_size < sizeof(stats->struct_size))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "stats->struct_size is %zu; set it to sizeof(ompbatch_hook_stats)",
-                       stats->struct_size);
     ompbatch_hook_stats current;
     snapshot(&current);
-    size_t size = stats->struct_size;
-    size_t known = size < sizeof(current) ? size : sizeof(current);
-    memcpy(stats, &current, known);
-    memset((unsigned char *)stats + known, 0, size - known);
-    stats->struct_size = size;
-    return OMPBATCH_OK;
+    return ob_struct_out(stats, &current, sizeof(current), "stats", "ompbatch_hook_stats");
 }
 
 int ompbatch_hook_reset_stats(void)
 {
-    atomic_uint_fast64_t *counters[] = {
-        &ob_hook_count.constructs,     &ob_hook_count.kernels,
-        &ob_hook_count.items,          &ob_hook_count.update_batched,
-        &ob_hook_count.enter_batched,  &ob_hook_count.exit_batched,
-        &ob_hook_count.items_forwarded, &ob_hook_count.batches,
-        &ob_hook_count.bytes_batched,  &ob_hook_count.driver_batch_calls,
-        &ob_hook_count.regions_split,  &ob_hook_count.region_items,
-        &ob_hook_count.region_batched, &ob_hook_count.regions_direct,
-    };
-    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
-        atomic_store_explicit(counters[i], 0, memory_order_relaxed);
+#define OB_HOOK_COUNT_ZERO_(field, printed)                                                     \
+    atomic_store_explicit(&ob_hook_count.field, 0, memory_order_relaxed);
+    OB_HOOK_COUNTER_LIST(OB_HOOK_COUNT_ZERO_, OB_HOOK_COUNT_ZERO_)
+#undef OB_HOOK_COUNT_ZERO_
     for (int k = 0; k < OB_KIND_COUNT; k++)
         for (int r = 0; r < OB_REASON_COUNT; r++)
             atomic_store_explicit(&ob_hook_count.by_reason[k][r], 0, memory_order_relaxed);
-    atomic_store_explicit(&ob_hook_count.paths, 0, memory_order_relaxed);
     for (int p = 0; p < OB_PHASE_COUNT; p++) {
         atomic_store_explicit(&ob_phase_ns[p], 0, memory_order_relaxed);
         atomic_store_explicit(&ob_phase_entries[p], 0, memory_order_relaxed);
@@ -158,6 +131,19 @@ static void print_times(void)
     fprintf(stderr, "%s\n", used > 20 ? line : "ompbatch hook time: none");
 }
 
+/* The paths bits as names ("batch,kernel"), or "none". */
+static const char *paths_text(unsigned paths, char *text, size_t size)
+{
+    static const char *const names[] = {"batch", "per-copy", "host", "kernel", "staged"};
+    size_t used = 0;
+    text[0] = '\0';
+    for (unsigned bit = 0; bit < sizeof(names) / sizeof(names[0]); bit++)
+        if ((paths & (1u << bit)) && used < size)
+            used += (size_t)snprintf(text + used, size - used, "%s%s", used ? "," : "",
+                                     names[bit]);
+    return used ? text : "none";
+}
+
 /* OMPBATCH_STATS=1: three lines on stderr at exit, for scripts and for users who cannot change
  * the program. Registered from a constructor so it needs no call from the program. */
 static void print_at_exit(void)
@@ -168,28 +154,22 @@ static void print_at_exit(void)
      * (a compiler the runtime's JIT runs, a shell) loads the library too. */
     if (s.state == OMPBATCH_HOOK_NOT_LOADED)
         return;
-    char paths[64] = "";
-    const char *names[] = {"batch", "per-copy", "host", "kernel", "staged"};
-    for (unsigned bit = 0; bit < sizeof(names) / sizeof(names[0]); bit++) {
-        if (s.paths & (1u << bit)) {
-            if (paths[0] != '\0')
-                strcat(paths, ",");
-            strcat(paths, names[bit]);
-        }
-    }
-    fprintf(stderr,
-            "ompbatch hook: state=%s runtime=%d constructs=%llu kernels=%llu items=%llu "
-            "update_batched=%llu enter_batched=%llu exit_batched=%llu forwarded=%llu "
-            "batches=%llu bytes=%llu driver_batch_calls=%llu paths=%s regions_split=%llu "
-            "region_items=%llu region_batched=%llu regions_direct=%llu\n",
-            state_name(s.state), s.runtime_major, (unsigned long long)s.constructs,
-            (unsigned long long)s.kernels, (unsigned long long)s.items,
-            (unsigned long long)s.update_batched, (unsigned long long)s.enter_batched,
-            (unsigned long long)s.exit_batched, (unsigned long long)s.items_forwarded,
-            (unsigned long long)s.batches, (unsigned long long)s.bytes_batched,
-            (unsigned long long)s.driver_batch_calls, paths[0] ? paths : "none",
-            (unsigned long long)s.regions_split, (unsigned long long)s.region_items,
-            (unsigned long long)s.region_batched, (unsigned long long)s.regions_direct);
+    char line[1024];
+    size_t used = (size_t)snprintf(line, sizeof(line), "ompbatch hook: state=%s runtime=%d",
+                                   state_name(s.state), s.runtime_major);
+#define OB_HOOK_COUNT_PRINT_(field, printed)                                                    \
+    if (used < sizeof(line))                                                                    \
+        used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%llu", printed,         \
+                                 (unsigned long long)s.field);
+#define OB_HOOK_PATHS_PRINT_(field, printed)                                                    \
+    if (used < sizeof(line))                                                                    \
+        used += (size_t)snprintf(line + used, sizeof(line) - used, " %s=%s", printed,           \
+                                 paths_text(s.field, paths, sizeof(paths)));
+    char paths[64];
+    OB_HOOK_COUNTER_LIST(OB_HOOK_COUNT_PRINT_, OB_HOOK_PATHS_PRINT_)
+#undef OB_HOOK_COUNT_PRINT_
+#undef OB_HOOK_PATHS_PRINT_
+    fprintf(stderr, "%s\n", line);
     print_reasons();
     print_times();
 }
