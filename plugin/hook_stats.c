@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "hook_state.h"
 #include "ompbatch.h"
 #include "phase_time.h"
 #include "struct_out.h"

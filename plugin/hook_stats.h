@@ -46,7 +46,4 @@ static inline void ob_hook_add(atomic_uint_fast64_t *counter, uint64_t n)
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
 }
 
-/* Fills the public struct's state fields from the hook (omp_hook.c). */
-void ob_hook_state(int *state, int *runtime_major);
-
 #endif

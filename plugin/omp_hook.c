@@ -27,10 +27,12 @@
 #include "error.h"
 #include "hook_construct.h"
 #include "hook_copy.h"
+#include "hook_forward.h"
 #include "hook_mapper.h"
 #include "hook_mirror.h"
 #include "hook_region.h"
 #include "hook_runtime.h"
+#include "hook_state.h"
 #include "hook_stats.h"
 #include "log.h"
 #include "omp_abi.h"
@@ -39,15 +41,8 @@
 
 #define OB_HOOK_EXPORT __attribute__((visibility("default")))
 
-
-static _Thread_local int in_runtime;
 static pthread_rwlock_t construct_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-
-static atomic_int loaded;            /* a hooked entry point has been called */
-static atomic_int enabled;           /* batching wanted: !OMPBATCH_DISABLE, set_enabled */
-static atomic_int runtime_known;     /* the runtime is complete and one the hook knows */
-static atomic_int unified_memory;    /* requires unified_shared_memory: maps are host memory */
 
 /* Why the hook passes everything through, with OMPBATCH_VERBOSE=1 and once: a program's
  * stderr is part of its output (test harnesses compare it), and forwarding changes nothing
@@ -75,7 +70,7 @@ static void setup(void)
     const ob_hook_runtime *rt = ob_hook_runtime_get();
     char known[64];
     ob_runtime_versions_known(known, sizeof(known));
-    atomic_store(&enabled, !ob_config_get()->disable);
+    ob_hook_state_set(OB_HOOK_ENABLED, !ob_config_get()->disable);
     static atomic_int said;
     if (!rt->present) {
         /* A program without OpenMP offload (one that calls the API only) has nothing to hook:
@@ -93,35 +88,17 @@ static void setup(void)
     } else if (offload_disabled()) {
         ob_log(1, "hook: OMP_TARGET_OFFLOAD=disabled: forwarding every call unchanged");
     } else {
-        atomic_store(&runtime_known, 1);
+        ob_hook_state_set(OB_HOOK_RUNTIME_KNOWN, 1);
     }
-    if (atomic_load(&enabled) && atomic_load(&runtime_known))
+    if (ob_hook_active())
         ob_log(1, "hook: active over %s", rt->path);
 }
 
 static const ob_hook_runtime *hook_setup(void)
 {
     pthread_once(&setup_once, setup);
-    atomic_store_explicit(&loaded, 1, memory_order_relaxed);
+    ob_hook_state_set(OB_HOOK_LOADED, 1);
     return ob_hook_runtime_get();
-}
-
-static int active(void)
-{
-    return atomic_load_explicit(&enabled, memory_order_relaxed) &&
-           atomic_load_explicit(&runtime_known, memory_order_relaxed) &&
-           !atomic_load_explicit(&unified_memory, memory_order_relaxed);
-}
-
-void ob_hook_state(int *state, int *runtime_major)
-{
-    if (!atomic_load(&loaded)) {
-        *state = OMPBATCH_HOOK_NOT_LOADED;
-        *runtime_major = 0;
-        return;
-    }
-    *state = active() ? OMPBATCH_HOOK_ACTIVE : OMPBATCH_HOOK_PASS_THROUGH;
-    *runtime_major = ob_hook_runtime_get()->major;
 }
 
 /* A call the program makes although the runtime behind the hook lacks it cannot be passed
@@ -146,37 +123,6 @@ static int resolve_device(const ob_hook_runtime *rt, int64_t device_id)
     if (device_id < 0 || device_id >= count || device_id >= OB_MIRROR_MAX_DEVICES)
         return -1;
     return (int)device_id;
-}
-
-static void call_runtime(const ob_construct *c, const ob_map_args *a, int whole)
-{
-    in_runtime++;
-    if (whole && c->nowait != NULL)
-        c->nowait(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes, a->types,
-                  a->names, a->mappers, c->dep_num, c->dep_list, c->noalias_dep_num,
-                  c->noalias_dep_list);
-    else
-        c->blocking(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes, a->types,
-                    a->names, a->mappers);
-    in_runtime--;
-}
-
-/* Timed: what the runtime costs a construct the hook took part in. */
-void ob_hook_forward(const ob_construct *c, const ob_map_args *a, int whole)
-{
-    uint64_t started = ob_phase_start();
-    call_runtime(c, a, whole);
-    ob_phase_end(OB_PHASE_RUNTIME, started);
-}
-
-void ob_hook_forward_update(const ob_construct *c, const ob_map_args *a)
-{
-    uint64_t started = ob_phase_start();
-    in_runtime++;
-    ob_hook_runtime_get()->update(c->loc, c->device_id, a->count, a->bases, a->begins, a->sizes,
-                                  a->types, a->names, a->mappers);
-    in_runtime--;
-    ob_phase_end(OB_PHASE_RUNTIME, started);
 }
 
 typedef enum construct_kind { KIND_BEGIN, KIND_END, KIND_UPDATE } construct_kind;
@@ -207,10 +153,10 @@ static void data_construct(construct_kind kind, int nowait, ob_construct *c)
     if (nowait)
         require((void *)c->nowait, symbols[kind]);
     c->device = -1;
-    if (in_runtime == 0 && active() && arrays_usable(&c->args))
+    if (!ob_hook_in_runtime() && ob_hook_active() && arrays_usable(&c->args))
         c->device = resolve_device(rt, c->device_id);
     if (c->device < 0) {
-        call_runtime(c, &c->args, 1);
+        ob_hook_call_runtime(c, &c->args, 1);
         return;
     }
     uint64_t started = ob_phase_start();
@@ -292,9 +238,9 @@ static int run_kernel(const ob_hook_runtime *rt, ob_ident *loc, int64_t device_i
     mine.arg_base_ptrs = bases;
     mine.arg_types = types;
     uint64_t started = ob_phase_start();
-    in_runtime++;
+    ob_hook_runtime_enter();
     int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, &mine);
-    in_runtime--;
+    ob_hook_runtime_leave();
     ob_phase_end(OB_PHASE_KERNEL, started);
     mine.arg_base_ptrs = args->arg_base_ptrs;
     mine.arg_types = args->arg_types;
@@ -397,7 +343,7 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->kernel, "__tgt_target_kernel");
     int device = -1;
-    if (in_runtime == 0 && active()) {
+    if (!ob_hook_in_runtime() && ob_hook_active()) {
         ob_hook_add(&ob_hook_count.kernels, 1);
         if (args != NULL && args->version > rt->version->kernel_args_max) {
             static atomic_int said;
@@ -405,15 +351,15 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
                      "than libomptarget %d's; the program was built for another runtime: "
                      "forwarding every call unchanged from now on", (unsigned)args->version,
                      rt->major);
-            atomic_store(&runtime_known, 0);
+            ob_hook_state_set(OB_HOOK_RUNTIME_KNOWN, 0);
         } else {
             device = resolve_device(rt, device_id);
         }
     }
     if (device < 0 || args == NULL) {
-        in_runtime++;
+        ob_hook_runtime_enter();
         int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
-        in_runtime--;
+        ob_hook_runtime_leave();
         return result;
     }
     uint64_t region_started = ob_phase_start();
@@ -441,9 +387,9 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     if (mappers)
         ob_mapper_record_start(-1);
     uint64_t started = ob_phase_start();
-    in_runtime++;
+    ob_hook_runtime_enter();
     result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
-    in_runtime--;
+    ob_hook_runtime_leave();
     ob_phase_end(OB_PHASE_KERNEL, started);
     if (mappers)
         ob_hook_kernel_mappers_done(device);
@@ -466,7 +412,7 @@ OB_HOOK_EXPORT void __tgt_push_mapper_component(void *handle, void *base, void *
 /* The program's `requires` flags: under unified shared memory maps are host memory. */
 static void note_requires(int64_t flags)
 {
-    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && atomic_exchange(&unified_memory, 1) == 0)
+    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 1) == 0)
         ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
 }
 
@@ -484,9 +430,9 @@ OB_HOOK_EXPORT void __tgt_register_lib(ob_bin_desc *desc)
         else if (e->size > 0 && e->addr != NULL)
             ob_globals_add((uintptr_t)e->addr, (uintptr_t)e->addr + e->size);
     }
-    in_runtime++;
+    ob_hook_runtime_enter();
     rt->register_lib(desc);
-    in_runtime--;
+    ob_hook_runtime_leave();
 }
 
 OB_HOOK_EXPORT void __tgt_register_requires(int64_t flags)
@@ -494,9 +440,9 @@ OB_HOOK_EXPORT void __tgt_register_requires(int64_t flags)
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->register_requires, "__tgt_register_requires");
     note_requires(flags);
-    in_runtime++;
+    ob_hook_runtime_enter();
     rt->register_requires(flags);
-    in_runtime--;
+    ob_hook_runtime_leave();
 }
 
 OB_HOOK_EXPORT int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr,
@@ -504,12 +450,12 @@ OB_HOOK_EXPORT int omp_target_associate_ptr(const void *host_ptr, const void *de
 {
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->associate_ptr, "omp_target_associate_ptr");
-    int locked = in_runtime == 0;
+    int locked = !ob_hook_in_runtime();
     if (locked)
         pthread_rwlock_wrlock(&construct_lock);
-    in_runtime++;
+    ob_hook_runtime_enter();
     int result = rt->associate_ptr(host_ptr, device_ptr, size, device_offset, device_num);
-    in_runtime--;
+    ob_hook_runtime_leave();
     /* The new entry is never batched (its count is infinite); nothing the mirror holds may
      * overlap it any more. */
     if (locked) {
@@ -523,12 +469,12 @@ OB_HOOK_EXPORT int omp_target_disassociate_ptr(const void *host_ptr, int device_
 {
     const ob_hook_runtime *rt = hook_setup();
     require((void *)rt->disassociate_ptr, "omp_target_disassociate_ptr");
-    int locked = in_runtime == 0;
+    int locked = !ob_hook_in_runtime();
     if (locked)
         pthread_rwlock_wrlock(&construct_lock);
-    in_runtime++;
+    ob_hook_runtime_enter();
     int result = rt->disassociate_ptr(host_ptr, device_num);
-    in_runtime--;
+    ob_hook_runtime_leave();
     if (locked) {
         ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + 1);
         ob_hook_copy_forget_memory();
@@ -546,7 +492,7 @@ int ompbatch_hook_set_enabled(int want)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "OMPBATCH_DISABLE=1 is set: the hook stays a pass-through");
     pthread_rwlock_wrlock(&construct_lock);
-    int previous = atomic_exchange(&enabled, want);
+    int previous = ob_hook_state_set(OB_HOOK_ENABLED, want);
     /* While off, the hook saw nothing: what it knew of the runtime's tables is stale. */
     if (want && !previous)
         for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
