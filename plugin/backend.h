@@ -83,43 +83,4 @@ extern const ob_backend_ops ob_backend_cuda_per_copy;
 /* Large pageable copies, each complete when its step returns (backend_pipelined.c). */
 extern const ob_backend_ops ob_backend_cuda_pipelined;
 
-/* The staged step of a level runs in two halves around the level's other steps: prepare packs,
- * writes descriptors and launches the in-place and gather kernel, leaving the bulk copies in
- * exec->extra_*; the first batch call of the level takes them (or flush_extras sends them);
- * finish launches the scatter kernel. */
-int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step);
-int ob_staged_finish(ob_exec *exec);
-
-/* Sends bulk copies no batch call took. */
-int ob_exec_flush_extras(ob_exec *exec);
-
-/* Frees the kept descriptors; the device's context is current. */
-void ob_exec_drop_kept(ob_exec *exec);
-
-/* Moves the unpacks pending after the stream is idle, and gives the staging back. */
-void ob_staged_complete(ob_exec *exec);
-
-/* Forgets which devices' copy kernels were loaded (tests that inject load failures). */
-void ob_staged_forget_kernels_for_testing(void);
-
-/* Runs host moves, split across the pack threads when large. into_staging: the destinations
- * are staging the copy engine reads next, written with streaming stores (stream_copy.h). */
-void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging);
-
-/* Runs every step of a plan in order. The caller has made the device's context current when
- * exec->driver is set. */
-int ob_exec_run(ob_exec *exec, const ob_plan *plan);
-
-/* Whether a wait has anything to do: device work, staging held or unpacks owed. */
-int ob_exec_pending(const ob_exec *exec);
-
-/* Waits for the device work of the batch (no-op when none is outstanding), then moves the
- * staged unpacks and gives the staging back. */
-int ob_exec_wait(ob_exec *exec);
-
-/* Waits for everything enqueued on stream: polls for OMPBATCH_WAIT_POLL_US, then blocks. */
-int ob_stream_wait(const ob_driver *driver, CUstream stream);
-
-void ob_exec_free(ob_exec *exec);
-
 #endif

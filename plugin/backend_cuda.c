@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "error.h"
 #include "log.h"
+#include "stream_wait.h"
 
 static int reserve_scratch(ob_exec *exec, size_t needed)
 {

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_staged.h"
 
 /* Host copies run on the calling thread at submit. Device work of earlier levels, or an
  * earlier asynchronous copy into pinned memory on this stream (perhaps from another batch),
@@ -9,7 +10,7 @@ static int host_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 {
     if (exec->driver != NULL && exec->stream != NULL)
         exec->stream_busy = 1;
-    int status = ob_exec_wait(exec);
+    int status = ob_staged_wait(exec);
     if (status != OMPBATCH_OK)
         return status;
     for (size_t i = step->begin; i < step->end; i++) {

@@ -12,9 +12,11 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_staged.h"
 #include "error.h"
 #include "log.h"
 #include "staging.h"
+#include "stream_wait.h"
 
 /* 4 MiB chunks: the pack of one (about 100 us on eight threads, its source not cached) and
  * its copy (80 us) are long against a launch or an event query, and three of them take 12 MiB

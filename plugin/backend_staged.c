@@ -12,11 +12,13 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "backend.h"
+#include "backend_staged.h"
 #include "error.h"
 #include "log.h"
+#include "phase_time.h"
 #include "resources.h"
 #include "stream_copy.h"
+#include "stream_wait.h"
 #include "workers.h"
 
 /* Pieces longer than a chunk are cut into several descriptors, one block each, so that a few
@@ -281,7 +283,7 @@ static int run_kept(ob_exec *exec, const ob_step *step)
     return OMPBATCH_OK;
 }
 
-void ob_exec_drop_kept(ob_exec *exec)
+void ob_staged_drop_kept(ob_exec *exec)
 {
     if (exec->kept_table_bytes > 0) {
         ob_resources_kept(-(long)exec->kept_table_bytes);
@@ -311,7 +313,7 @@ static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
     }
     size_t bytes = pieces * sizeof(ob_piece);
     if (bytes > exec->kept_table_bytes) {
-        ob_exec_drop_kept(exec);
+        ob_staged_drop_kept(exec);
         CUdeviceptr grown = 0;
         if (driver->fn.cuMemAlloc == NULL || driver->fn.cuMemFree == NULL ||
             driver->fn.cuMemAlloc(&grown, bytes) != CUDA_SUCCESS) {
@@ -353,7 +355,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
     size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
     /* An earlier level's staging is reused once the stream has passed it. */
-    if (exec->staging != NULL && (status = ob_exec_wait(exec)) != OMPBATCH_OK)
+    if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
         return status;
     if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
                            second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
@@ -443,7 +445,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     return OMPBATCH_OK;
 }
 
-int ob_exec_flush_extras(ob_exec *exec)
+int ob_staged_flush_extras(ob_exec *exec)
 {
     const ob_driver *driver = exec->driver;
     size_t n = exec->extra_count;
@@ -481,7 +483,7 @@ int ob_exec_flush_extras(ob_exec *exec)
 
 int ob_staged_finish(ob_exec *exec)
 {
-    int status = ob_exec_flush_extras(exec);
+    int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
         status = launch(exec, exec->scatter_table, exec->scatter_count);
     exec->scatter_count = 0;
@@ -496,4 +498,23 @@ void ob_staged_complete(ob_exec *exec)
     exec->move_count = exec->unpack_begin = 0;
     ob_staging_release(exec->staging);
     exec->staging = NULL;
+}
+
+int ob_staged_wait(ob_exec *exec)
+{
+    int status = OMPBATCH_OK;
+    if (exec->stream_busy)
+        status = ob_stream_wait(exec->driver, exec->stream);
+    /* A failed synchronisation leaves the stream in an unknown state; asking again would
+     * report the same error, so the batch stops treating it as busy either way. */
+    exec->stream_busy = 0;
+    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
+    if (status != OMPBATCH_OK)
+        exec->move_count = exec->unpack_begin;
+    if (exec->staging != NULL || exec->move_count > 0) {
+        uint64_t started = ob_phase_start();
+        ob_staged_complete(exec);
+        ob_phase_end(OB_PHASE_UNPACK, started);
+    }
+    return status;
 }

@@ -7,9 +7,11 @@
 
 #include "alloc.h"
 #include "backend.h"
+#include "backend_staged.h"
+#include "exec.h"
 #include "batch.h"
 #include "config.h"
-#include "cost.h"
+#include "cost_models.h"
 #include "device.h"
 #include "error.h"
 #include "log.h"
@@ -863,7 +865,7 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
 static int wait_and_drop_kept(ompbatch_batch *batch)
 {
     int status = ob_exec_pending(&batch->exec) ? ob_exec_wait(&batch->exec) : OMPBATCH_OK;
-    ob_exec_drop_kept(&batch->exec);
+    ob_staged_drop_kept(&batch->exec);
     return status;
 }
 

@@ -1,7 +1,9 @@
 /* The cost model's calibration: times each lane's pieces moved directly and staged, through
  * the library's own batches with the strategy forced, at the model's piece sizes. About half a
- * second on an H200; done once per device model and driver (cost.c caches it). */
+ * second on an H200; done once per device model and driver (cost_models.c caches it). */
 #define _POSIX_C_SOURCE 200809L
+#include "calibrate.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -58,16 +58,4 @@ double ob_cost_piece(const ob_cost_curve *curve, size_t bytes);
 int ob_cost_write(const ob_cost_model *model, const char *path);
 int ob_cost_read(ob_cost_model *model, const char *path);
 
-/* The model for CUDA device `ordinal`, built on first use: calibrated (or read from the cache)
- * unless OMPBATCH_CALIBRATE=0, then overridden by OMPBATCH_COST. The device's context must be
- * current. Never NULL: when calibration fails the built-in model is used and the verbose log
- * says why. */
-const ob_cost_model *ob_cost_model_for(int ordinal);
-
-/* Forgets every device's model (tests that change the environment). Not thread-safe. */
-void ob_cost_reset_for_testing(void);
-
-/* Measures the model on CUDA device `ordinal` (calibrate.c). */
-int ob_cost_calibrate(int ordinal, ob_cost_model *model);
-
 #endif

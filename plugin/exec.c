@@ -1,13 +1,13 @@
+#include "exec.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "clock.h"
+#include "backend_staged.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
-#include "phase_time.h"
 #include "route.h"
 
 static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {
@@ -69,55 +69,9 @@ int ob_exec_pending(const ob_exec *exec)
     return exec->stream_busy || exec->staging != NULL || exec->move_count > 0;
 }
 
-/* Polls the stream for OMPBATCH_WAIT_POLL_US (config.c says why). Returns 1 when it
- * finished, 0 when it is still busy (or the driver has no cuStreamQuery), and a negative
- * status on an error. */
-static int poll_stream(const ob_driver *driver, CUstream stream)
-{
-    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
-    if (driver->fn.cuStreamQuery == NULL || budget == 0)
-        return 0;
-    uint64_t start = ob_clock_ns();
-    do {
-        CUresult r = driver->fn.cuStreamQuery(stream);
-        if (r == CUDA_SUCCESS)
-            return 1;
-        if (r != CUDA_ERROR_NOT_READY)
-            return ob_cu_check(driver, r, "cuStreamQuery");
-    } while (ob_clock_ns() - start < budget);
-    return 0;
-}
-
-int ob_stream_wait(const ob_driver *driver, CUstream stream)
-{
-    uint64_t started = ob_phase_start();
-    int polled = poll_stream(driver, stream);
-    ob_phase_end(OB_PHASE_POLL, started);
-    if (polled != 0)
-        return polled < 0 ? polled : OMPBATCH_OK;
-    started = ob_phase_start();
-    int status = OB_CU(driver, cuStreamSynchronize, stream);
-    ob_phase_end(OB_PHASE_BLOCK, started);
-    return status;
-}
-
 int ob_exec_wait(ob_exec *exec)
 {
-    int status = OMPBATCH_OK;
-    if (exec->stream_busy)
-        status = ob_stream_wait(exec->driver, exec->stream);
-    /* A failed synchronisation leaves the stream in an unknown state; asking again would
-     * report the same error, so the batch stops treating it as busy either way. */
-    exec->stream_busy = 0;
-    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
-    if (status != OMPBATCH_OK)
-        exec->move_count = exec->unpack_begin;
-    if (exec->staging != NULL || exec->move_count > 0) {
-        uint64_t started = ob_phase_start();
-        ob_staged_complete(exec);
-        ob_phase_end(OB_PHASE_UNPACK, started);
-    }
-    return status;
+    return ob_staged_wait(exec);
 }
 
 void ob_exec_free(ob_exec *exec)

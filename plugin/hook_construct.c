@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "backend.h"
+#include "backend_staged.h"
 #include "config.h"
 #include "hook_copy.h"
 #include "hook_mapper.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "backend.h"
+#include "backend_staged.h"
 #include "staging.h"
 #include "batch.h"
 #include "config.h"

@@ -18,7 +18,7 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/backend.h"
+#include "plugin/backend_staged.h"
 #include "plugin/config.h"
 #include "plugin/cost.h"
 #include "plugin/driver_api.h"

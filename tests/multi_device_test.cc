@@ -16,6 +16,7 @@
 extern "C" {
 #include "plugin/config.h"
 #include "plugin/cost.h"
+#include "plugin/cost_models.h"
 #include "plugin/multi.h"
 #include "plugin/resources.h"
 }

@@ -21,10 +21,11 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/backend.h"
+#include "plugin/backend_staged.h"
 #include "plugin/batch.h"
 #include "plugin/config.h"
 #include "plugin/cost.h"
+#include "plugin/cost_models.h"
 #include "plugin/staging.h"
 #include "plugin/stream_copy.h"
 #include "plugin/workers.h"
