@@ -11,7 +11,7 @@
 #include "exec.h"
 #include "batch.h"
 #include "config.h"
-#include "cost_models.h"
+#include "cost.h"
 #include "device.h"
 #include "error.h"
 #include "log.h"
@@ -65,62 +65,14 @@ struct ompbatch_batch {
     ob_cached_plan current;
     int plan_reused;          /* the last submit reused it */
     ob_plan_cache plans;      /* earlier plans, for submits that come back to their copies */
+    /* Where the device's cost model comes from (cost_models.c for every batch but the
+     * calibration's own, which force their strategy); NULL: planned without one. */
+    ob_cost_models_fn cost_models;
 };
 
 static int is_cuda(const ompbatch_batch *batch)
 {
     return batch->device.kind == OB_DEVICE_CUDA;
-}
-
-static int read_options(const ompbatch_batch_options *given, ompbatch_batch_options *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->struct_size = sizeof(*out);
-    if (given == NULL)
-        return OMPBATCH_OK;
-    if (given->struct_size < sizeof(given->struct_size) + sizeof(given->max_copies))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "options->struct_size is %zu; set it to sizeof(ompbatch_batch_options)",
-                       given->struct_size);
-    /* A newer header's larger struct is fine as long as the options this library does not
-     * know are left at zero (their defaults); otherwise they would be ignored silently. */
-    const unsigned char *bytes = (const unsigned char *)given;
-    for (size_t i = sizeof(*out); i < given->struct_size; i++) {
-        if (bytes[i] != 0)
-            return ob_fail(OMPBATCH_ERR_UNSUPPORTED,
-                           "options byte %zu is set, but this library (version %d) knows only "
-                           "the first %zu bytes of ompbatch_batch_options",
-                           i, OMPBATCH_VERSION, sizeof(*out));
-    }
-    memcpy(out, given, given->struct_size < sizeof(*out) ? given->struct_size : sizeof(*out));
-    out->struct_size = sizeof(*out);
-    if (out->prefer_overlap != 0 && out->prefer_overlap != 1)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->prefer_overlap is %d; use 0 or 1",
-                       out->prefer_overlap);
-    if (out->synchronous != 0 && out->synchronous != 1)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "options->synchronous is %d; use 0 or 1",
-                       out->synchronous);
-    if (out->strategy < OMPBATCH_STRATEGY_DEFAULT || out->strategy > OMPBATCH_STRATEGY_STAGED)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "options->strategy is %d; use an ompbatch_strategy value (0 to 3)",
-                       out->strategy);
-    return OMPBATCH_OK;
-}
-
-int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
-                          const ompbatch_batch_options *options)
-{
-    if (out == NULL)
-        return ob_fail(OMPBATCH_ERR_NULL_POINTER, "out is NULL");
-    *out = NULL;
-    ompbatch_batch_options opts;
-    int status = read_options(options, &opts);
-    if (status != OMPBATCH_OK)
-        return status;
-    ob_device device;
-    if ((status = ob_device_resolve(device_num, "device_num", &device)) != OMPBATCH_OK)
-        return status;
-    return ob_batch_create_on(out, &device, stream, &opts);
 }
 
 /* A caller's stream must belong to the device's primary context, where the library enqueues
@@ -359,7 +311,8 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
                 "with stream NULL for copies across GPUs)",
                 batch->device.number);
         if (batch->multi == NULL &&
-            (status = ob_multi_create(&batch->multi, &batch->device, &batch->options)) !=
+            (status = ob_multi_create(&batch->multi, &batch->device, &batch->options,
+                                  batch->cost_models)) !=
                 OMPBATCH_OK)
             return status;
         ob_device host = {OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
@@ -595,7 +548,8 @@ static int plan_copies(ompbatch_batch *batch, int take)
     if (params.driver != NULL && params.strategy == OB_STRATEGY_AUTO && !params.disabled &&
         (batch->count > 1 ||
          (batch->count == 1 && batch->added[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
-        params.cost = ob_cost_model_for(batch->device.ordinal);
+        params.cost = batch->cost_models != NULL ? batch->cost_models(batch->device.ordinal)
+                                                 : NULL;
     if (take)
         return ob_plan_build_from(&batch->current.plan, &batch->copies, &batch->capacity,
                                   batch->count, &params);
@@ -842,6 +796,11 @@ int ompbatch_batch_forget_memory(ompbatch_batch *batch)
 void ob_batch_set_hook_mode(ompbatch_batch *batch)
 {
     batch->hook_mode = 1;
+}
+
+void ob_batch_set_cost_models(ompbatch_batch *batch, ob_cost_models_fn models)
+{
+    batch->cost_models = models;
 }
 
 void ob_batch_set_label(ompbatch_batch *batch, const char *label)

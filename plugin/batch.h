@@ -2,6 +2,7 @@
 #ifndef OMPBATCH_PLUGIN_BATCH_H
 #define OMPBATCH_PLUGIN_BATCH_H
 
+#include "cost.h"
 #include "device.h"
 #include "ompbatch.h"
 
@@ -10,7 +11,8 @@
 int ob_batch_destroy(ompbatch_batch *batch);
 
 /* ompbatch_batch_create for a device already resolved (the hook knows better than the device
- * number which kind of device executes an OpenMP device's copies); options must be complete. */
+ * number which kind of device executes an OpenMP device's copies); options must be complete.
+ * The batch has no cost model until ob_batch_set_cost_models gives it one. */
 int ob_batch_create_on(ompbatch_batch **out, const ob_device *device, void *stream,
                        const ompbatch_batch_options *options);
 
@@ -20,6 +22,12 @@ int ob_batch_create_on(ompbatch_batch **out, const ob_device *device, void *stre
  * a host classification the program made stale by freeing memory costs speed, not bytes; and
  * the memory-kind cache keeps host entries when the hook forgets device memory. */
 void ob_batch_set_hook_mode(ompbatch_batch *batch);
+
+/* Where a batch gets its device's cost model when its automatic strategy needs one: the
+ * batches of the API and the hook get cost_models.c's (ob_cost_model_for), the calibration's
+ * own none (their strategy is forced). */
+typedef const ob_cost_model *(*ob_cost_models_fn)(int ordinal);
+void ob_batch_set_cost_models(ompbatch_batch *batch, ob_cost_models_fn models);
 
 /* Names the batch's submissions in NVTX ranges ("update maps.c:42", "memcpy_batch"); label
  * must stay valid until the next call (NULL: "batch"). */

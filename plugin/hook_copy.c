@@ -8,9 +8,9 @@
 
 #include "alloc.h"
 #include "backend_staged.h"
-#include "staging.h"
 #include "batch.h"
 #include "config.h"
+#include "cost_models.h"
 #include "device.h"
 #include "driver.h"
 #include "hook_mirror.h"
@@ -19,6 +19,7 @@
 #include "memkind.h"
 #include "ompbatch.h"
 #include "phase_time.h"
+#include "staging.h"
 
 typedef enum device_verdict { VERDICT_UNKNOWN = 0, VERDICT_USABLE, VERDICT_FORWARD } device_verdict;
 
@@ -156,6 +157,7 @@ static ompbatch_batch *thread_batch(thread_batches *mine, int device)
             OMPBATCH_OK)
             return NULL;
         ob_batch_set_hook_mode(mine->batches[device]);
+        ob_batch_set_cost_models(mine->batches[device], ob_cost_model_for);
     }
     return mine->batches[device];
 }

@@ -30,6 +30,7 @@ typedef struct part {
 struct ob_multi {
     ob_device home;
     ompbatch_batch_options options;
+    ob_cost_models_fn cost_models; /* the batch's, for its parts */
     ob_multi_copy *copies;
     size_t count, capacity;
     part parts[OB_MULTI_MAX];
@@ -49,13 +50,15 @@ void ob_multi_forget_peers_for_testing(void)
     pthread_mutex_unlock(&peer_lock);
 }
 
-int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options)
+int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options,
+                    ob_cost_models_fn cost_models)
 {
     ob_multi *m = ob_calloc(1, sizeof(*m));
     if (m == NULL)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a multi-device batch");
     m->home = *home;
     m->options = *options;
+    m->cost_models = cost_models;
     *out = m;
     return OMPBATCH_OK;
 }
@@ -211,6 +214,7 @@ static int part_batch(ob_multi *m, const ob_device *device, part *p)
     int status = ob_batch_create_on(&p->batch, device, NULL, &m->options);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "device %d's part: ", device->number);
+    ob_batch_set_cost_models(p->batch, m->cost_models);
     return OMPBATCH_OK;
 }
 

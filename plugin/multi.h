@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "batch.h"
 #include "device.h"
 #include "ompbatch.h"
 
@@ -33,7 +34,8 @@ typedef struct ob_multi_copy {
 } ob_multi_copy;
 
 /* Creates the state for a batch on device `home` with options `options`. */
-int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options);
+int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options,
+                    ob_cost_models_fn cost_models);
 
 /* Appends a copy (checked by the caller: pointers, map type, devices). */
 int ob_multi_add(ob_multi *multi, const ob_multi_copy *copy);
