@@ -15,7 +15,6 @@
 #include "device.h"
 #include "error.h"
 #include "log.h"
-#include "multi.h"
 #include "nvtx.h"
 #include "omp_runtime.h"
 #include "phase_time.h"
@@ -59,6 +58,7 @@ struct ompbatch_batch {
      * batch goes to `multi` instead of `added`. */
     ob_multi *multi;
     int multi_active;
+    const ob_multi_ops *multi_ops; /* NULL: copies of other GPUs are refused */
     /* The plan and the copies it was built from (its keys): a submit of the very same copies
      * (an iteration of a solver refilling its batch) reuses the plan instead of building it
      * again. `valid`: the plan belongs to its keys and nothing made it stale. */
@@ -303,6 +303,11 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
                              &copy.src_device)) != OMPBATCH_OK)
         return status;
     if (!batch->multi_active) {
+        if (batch->multi_ops == NULL)
+            return ob_fail_copy(OMPBATCH_ERR_UNSUPPORTED, index,
+                                "it names another GPU than the batch's device %d, and this "
+                                "batch copies on its device only",
+                                batch->device.number);
         if (batch->caller_stream)
             return ob_fail_copy(
                 OMPBATCH_ERR_UNSUPPORTED, index,
@@ -311,9 +316,8 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
                 "with stream NULL for copies across GPUs)",
                 batch->device.number);
         if (batch->multi == NULL &&
-            (status = ob_multi_create(&batch->multi, &batch->device, &batch->options,
-                                  batch->cost_models)) !=
-                OMPBATCH_OK)
+            (status = batch->multi_ops->create(&batch->multi, &batch->device, &batch->options,
+                                               batch->cost_models)) != OMPBATCH_OK)
             return status;
         ob_device host = {OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
         for (size_t k = 0; k < batch->count && status == OMPBATCH_OK; k++) {
@@ -321,16 +325,16 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
             ob_multi_copy earlier = {key->dst, key->src, key->bytes, key->map_type,
                                      key->dst_side == OB_SIDE_DEVICE ? batch->device : host,
                                      key->src_side == OB_SIDE_DEVICE ? batch->device : host};
-            status = ob_multi_add(batch->multi, &earlier);
+            status = batch->multi_ops->add(batch->multi, &earlier);
         }
         if (status != OMPBATCH_OK) {
-            (void)ob_multi_reset(batch->multi);
+            (void)batch->multi_ops->reset(batch->multi);
             return status;
         }
         batch->count = 0;
         batch->multi_active = 1;
     }
-    return ob_multi_add(batch->multi, &copy);
+    return batch->multi_ops->add(batch->multi, &copy);
 }
 
 int ob_batch_device_number(const ompbatch_batch *batch)
@@ -345,7 +349,7 @@ int ob_batch_check_open(const ompbatch_batch *batch)
 
 size_t ob_batch_added(const ompbatch_batch *batch)
 {
-    return batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+    return batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
 }
 
 /* Every check of an add, with its message; the fast path below sends anything unusual here. */
@@ -359,7 +363,7 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
-    size_t index = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+    size_t index = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
     ob_side dst_side, src_side;
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK)
         return status;
@@ -715,8 +719,8 @@ int ompbatch_batch_submit(ompbatch_batch *batch)
     if (ranged)
         push_range(batch);
     if (batch->multi_active) {
-        status = ob_multi_submit(batch->multi);
-        ob_multi_stats(batch->multi, &batch->stats);
+        status = batch->multi_ops->submit(batch->multi);
+        batch->multi_ops->stats(batch->multi, &batch->stats);
     } else {
         status = with_context(batch, plan_and_run);
         update_stats(batch);
@@ -737,7 +741,7 @@ int ompbatch_batch_wait(ompbatch_batch *batch)
     if (checked != OMPBATCH_OK)
         return checked;
     if (batch->multi_active)
-        return ob_multi_wait(batch->multi);
+        return batch->multi_ops->wait(batch->multi);
     if (!ob_exec_pending(&batch->exec))
         return OMPBATCH_OK;
     return with_context(batch, wait_exec);
@@ -750,7 +754,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
         return checked;
     int status = ob_exec_pending(&batch->exec) ? with_context(batch, wait_exec) : OMPBATCH_OK;
     if (batch->multi_active) {
-        int waited = ob_multi_reset(batch->multi);
+        int waited = batch->multi_ops->reset(batch->multi);
         status = status != OMPBATCH_OK ? status : waited;
         batch->multi_active = 0;
     }
@@ -782,20 +786,25 @@ int ompbatch_batch_forget_memory(ompbatch_batch *batch)
     if (checked != OMPBATCH_OK)
         return checked;
     /* Copies naming other GPUs are held by the multi-device state, not counted in `count`. */
-    size_t pending = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+    size_t pending = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
     if (batch->state == BATCH_OPEN && pending > 0)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "the batch holds %zu copies not yet submitted; submit or reset it first",
                        pending);
     ob_batch_forget_memory_now(batch);
     if (batch->multi != NULL)
-        ob_multi_forget_memory(batch->multi);
+        batch->multi_ops->forget_memory(batch->multi);
     return OMPBATCH_OK;
 }
 
 void ob_batch_set_hook_mode(ompbatch_batch *batch)
 {
     batch->hook_mode = 1;
+}
+
+void ob_batch_set_multi(ompbatch_batch *batch, const ob_multi_ops *ops)
+{
+    batch->multi_ops = ops;
 }
 
 void ob_batch_set_cost_models(ompbatch_batch *batch, ob_cost_models_fn models)
@@ -858,7 +867,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
     status = ob_exec_pending(&batch->exec) || batch->exec.kept_table_bytes > 0
                  ? with_context(batch, wait_and_drop_kept)
                  : OMPBATCH_OK;
-    int parts = ob_multi_destroy(batch->multi);
+    int parts = batch->multi != NULL ? batch->multi_ops->destroy(batch->multi) : OMPBATCH_OK;
     status = status != OMPBATCH_OK ? status : parts;
     ob_plan_free(&batch->current.plan);
     free(batch->current.keys);
@@ -880,7 +889,7 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
         return checked;
     /* Copies added count as soon as they are added; the rest describes the last submit. */
     ompbatch_stats current = batch->stats;
-    current.copies_added = batch->multi_active ? ob_multi_count(batch->multi) : batch->count;
+    current.copies_added = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
     return ob_struct_out(stats, &current, sizeof(current), "stats", "ompbatch_stats");
 }
 
@@ -895,7 +904,7 @@ int ompbatch_batch_describe(ompbatch_batch *batch, char *buf, size_t size, size_
         int n = snprintf(buf, size, "multi-device batch of device %d: %zu copies, split at "
                                     "submit by the device that runs each (plans per device are "
                                     "not described)\n",
-                         batch->device.number, ob_multi_count(batch->multi));
+                         batch->device.number, batch->multi_ops->count(batch->multi));
         if (needed != NULL)
             *needed = n > 0 ? (size_t)n : 0;
         return OMPBATCH_OK;

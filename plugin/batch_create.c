@@ -1,11 +1,13 @@
 /* ompbatch_batch_create: the options read and checked, the device resolved, and the batch
- * given its device's cost model (cost_models.c). */
+ * given its device's cost model (cost_models.c) and the multi-device state for copies of
+ * other GPUs (multi.c). */
 #include <string.h>
 
 #include "batch.h"
 #include "cost_models.h"
 #include "device.h"
 #include "error.h"
+#include "multi.h"
 #include "ompbatch.h"
 
 static int read_options(const ompbatch_batch_options *given, ompbatch_batch_options *out)
@@ -59,5 +61,6 @@ int ompbatch_batch_create(ompbatch_batch **out, int device_num, void *stream,
     if ((status = ob_batch_create_on(out, &device, stream, &opts)) != OMPBATCH_OK)
         return status;
     ob_batch_set_cost_models(*out, ob_cost_model_for);
+    ob_batch_set_multi(*out, &ob_multi_spread);
     return OMPBATCH_OK;
 }

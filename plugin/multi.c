@@ -500,3 +500,15 @@ int ob_multi_destroy(ob_multi *multi)
     free(multi);
     return first;
 }
+
+const ob_multi_ops ob_multi_spread = {
+    .create = ob_multi_create,
+    .add = ob_multi_add,
+    .count = ob_multi_count,
+    .submit = ob_multi_submit,
+    .wait = ob_multi_wait,
+    .reset = ob_multi_reset,
+    .stats = ob_multi_stats,
+    .forget_memory = ob_multi_forget_memory,
+    .destroy = ob_multi_destroy,
+};

@@ -16,22 +16,10 @@
 #define OMPBATCH_PLUGIN_MULTI_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "batch.h"
 #include "device.h"
 #include "ompbatch.h"
-
-typedef struct ob_multi ob_multi;
-
-/* One copy as the caller added it; a side's device is NULL for the host. */
-typedef struct ob_multi_copy {
-    uintptr_t dst, src;
-    size_t bytes;
-    uint64_t map_type;
-    ob_device dst_device; /* kind OB_DEVICE_HOST for the host */
-    ob_device src_device;
-} ob_multi_copy;
 
 /* Creates the state for a batch on device `home` with options `options`. */
 int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options,
@@ -52,6 +40,9 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out);
 void ob_multi_forget_memory(ob_multi *multi);
 /* Waits and frees everything; returns the first failure. */
 int ob_multi_destroy(ob_multi *multi);
+
+/* The operations above as a batch calls them (batch.h). */
+extern const ob_multi_ops ob_multi_spread;
 
 /* Peer access is asked once per pair and process; tests that load another driver ask again. */
 void ob_multi_forget_peers_for_testing(void);
