@@ -154,25 +154,41 @@ static inline int usual_side(const ompbatch_batch *batch, int device_num)
     return -1;
 }
 
-/* Which side of the batch a device number names: its device or the host. */
-static int resolve_side(const ompbatch_batch *batch, size_t index, const char *what,
-                        int device_num, ob_side *side)
+/* A device number of an add, resolved once: the batch's own two numbers without a look-up,
+ * any other through ob_device_resolve (its error names the copy). */
+static int resolve_number(const ompbatch_batch *batch, size_t index, const char *what,
+                          int device_num, ob_device *out)
 {
-    int usual = usual_side(batch, device_num);
-    if (usual >= 0) {
-        *side = (ob_side)usual;
+    switch (usual_side(batch, device_num)) {
+    case OB_SIDE_DEVICE:
+        *out = batch->device;
+        return OMPBATCH_OK;
+    case OB_SIDE_HOST:
+        *out = (ob_device){OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
+        return OMPBATCH_OK;
+    default:
+        break;
+    }
+    int status = ob_device_resolve(device_num, what, out);
+    return status == OMPBATCH_OK ? OMPBATCH_OK : ob_fail_in_copy(status, index);
+}
+
+/* Which side of a single-device batch a resolved device is: its device or the host. */
+static int side_of(const ompbatch_batch *batch, size_t index, const char *what, int device_num,
+                   const ob_device *device, ob_side *side)
+{
+    if (device->kind == OB_DEVICE_HOST) {
+        *side = OB_SIDE_HOST;
         return OMPBATCH_OK;
     }
-    ob_device device;
-    int status = ob_device_resolve(device_num, what, &device);
-    if (status != OMPBATCH_OK)
-        return ob_fail_in_copy(status, index);
-    if (device.kind != OB_DEVICE_HOST)
-        return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
-                            "%s %d is neither the batch's device %d nor the host", what, device_num,
-                            batch->device.number);
-    *side = OB_SIDE_HOST;
-    return OMPBATCH_OK;
+    if (device->kind == batch->device.kind && device->ordinal == batch->device.ordinal &&
+        device->number == batch->device.number) {
+        *side = OB_SIDE_DEVICE;
+        return OMPBATCH_OK;
+    }
+    return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
+                        "%s %d is neither the batch's device %d nor the host", what, device_num,
+                        batch->device.number);
 }
 
 /* NULL, destroyed or not a batch: every public batch function asks first. */
@@ -262,27 +278,18 @@ static ob_copy_key *next_slot(ompbatch_batch *batch)
     return &batch->added[batch->count];
 }
 
-/* Whether device_num names a CUDA device other than a CUDA batch's own. */
-static int names_other_gpu(const ompbatch_batch *batch, int device_num)
+/* Whether a resolved device is a CUDA device other than a CUDA batch's own. */
+static int other_gpu(const ompbatch_batch *batch, const ob_device *device)
 {
-    if (!is_cuda(batch) || usual_side(batch, device_num) >= 0)
-        return 0;
-    ob_device device;
-    return ob_device_resolve(device_num, "device_num", &device) == OMPBATCH_OK &&
-           device.kind == OB_DEVICE_CUDA && device.ordinal != batch->device.ordinal;
+    return is_cuda(batch) && device->kind == OB_DEVICE_CUDA &&
+           device->ordinal != batch->device.ordinal;
 }
 
+/* A side of a copy for the multi-device state: the host or a CUDA device. */
 static int multi_side(const ompbatch_batch *batch, size_t index, const char *what,
-                      int device_num, ob_device *out)
+                      int device_num, const ob_device *device)
 {
-    if (usual_side(batch, device_num) == OB_SIDE_HOST) {
-        *out = (ob_device){OB_DEVICE_HOST, -1, OMPBATCH_HOST_DEVICE};
-        return OMPBATCH_OK;
-    }
-    int status = ob_device_resolve(device_num, what, out);
-    if (status != OMPBATCH_OK)
-        return ob_fail_in_copy(status, index);
-    if (out->kind != OB_DEVICE_CUDA && out->kind != OB_DEVICE_HOST)
+    if (device->kind != OB_DEVICE_CUDA && device->kind != OB_DEVICE_HOST)
         return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, index,
                             "%s %d is not a CUDA device; a batch of device %d copies "
                             "between the host and CUDA devices only",
@@ -293,14 +300,16 @@ static int multi_side(const ompbatch_batch *batch, size_t index, const char *wha
 /* A copy naming another GPU: from now until reset the batch's copies go to its multi-device
  * state (multi.h), the ones added so far first. */
 static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_device_num,
-                     const void *src, int src_device_num, size_t bytes, uint64_t map_type)
+                     const ob_device *dst_device, const void *src, int src_device_num,
+                     const ob_device *src_device, size_t bytes, uint64_t map_type)
 {
     int status;
-    ob_multi_copy copy = {(uintptr_t)dst, (uintptr_t)src, bytes, map_type, {0}, {0}};
-    if ((status = multi_side(batch, index, "dst_device_num", dst_device_num,
-                             &copy.dst_device)) != OMPBATCH_OK ||
-        (status = multi_side(batch, index, "src_device_num", src_device_num,
-                             &copy.src_device)) != OMPBATCH_OK)
+    ob_multi_copy copy = {(uintptr_t)dst, (uintptr_t)src, bytes, map_type, *dst_device,
+                          *src_device};
+    if ((status = multi_side(batch, index, "dst_device_num", dst_device_num, dst_device)) !=
+            OMPBATCH_OK ||
+        (status = multi_side(batch, index, "src_device_num", src_device_num, src_device)) !=
+            OMPBATCH_OK)
         return status;
     if (!batch->multi_active) {
         if (batch->multi_ops == NULL)
@@ -364,23 +373,28 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     if (status != OMPBATCH_OK)
         return status;
     size_t index = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
-    ob_side dst_side, src_side;
+    ob_side dst_side = OB_SIDE_HOST, src_side = OB_SIDE_HOST;
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK)
         return status;
     if (bytes > 0 && ((status = check_pointer(index, "dst", dst, bytes)) != OMPBATCH_OK ||
                       (status = check_pointer(index, "src", src, bytes)) != OMPBATCH_OK))
         return status;
-    if (batch->multi_active || names_other_gpu(batch, dst_device_num) ||
-        names_other_gpu(batch, src_device_num)) {
+    ob_device dst_device, src_device; /* each number resolved once, here */
+    if ((status = resolve_number(batch, index, "dst_device_num", dst_device_num,
+                                 &dst_device)) != OMPBATCH_OK ||
+        (status = resolve_number(batch, index, "src_device_num", src_device_num,
+                                 &src_device)) != OMPBATCH_OK)
+        return status;
+    if (batch->multi_active || other_gpu(batch, &dst_device) || other_gpu(batch, &src_device)) {
         if ((status = settle_keys(batch)) != OMPBATCH_OK) /* add_multi reads them */
             return status;
-        return add_multi(batch, index, dst, dst_device_num, src, src_device_num, bytes,
-                         map_type);
+        return add_multi(batch, index, dst, dst_device_num, &dst_device, src, src_device_num,
+                         &src_device, bytes, map_type);
     }
-    if ((status = resolve_side(batch, index, "dst_device_num", dst_device_num, &dst_side)) !=
-            OMPBATCH_OK ||
-        (status = resolve_side(batch, index, "src_device_num", src_device_num, &src_side)) !=
-            OMPBATCH_OK)
+    if ((status = side_of(batch, index, "dst_device_num", dst_device_num, &dst_device,
+                          &dst_side)) != OMPBATCH_OK ||
+        (status = side_of(batch, index, "src_device_num", src_device_num, &src_device,
+                          &src_side)) != OMPBATCH_OK)
         return status;
     ob_copy_key *key = next_slot(batch);
     if (key == NULL)

@@ -1,11 +1,21 @@
 #include "device.h"
 
+#include <stdatomic.h>
+
 #include "driver.h"
 #include "error.h"
 #include "omp_runtime.h"
 
+static atomic_size_t resolutions;
+
+size_t ob_device_resolutions_for_testing(void)
+{
+    return atomic_load(&resolutions);
+}
+
 int ob_device_resolve(int device_num, const char *what, ob_device *out)
 {
+    atomic_fetch_add_explicit(&resolutions, 1, memory_order_relaxed);
     const ob_driver *driver = ob_driver_get();
     const ob_omp_runtime *omp = ob_omp_runtime_get();
     int cuda_count = driver->loaded ? driver->device_count : 0;

@@ -14,7 +14,13 @@ typedef struct ob_device {
     int number;     /* the OpenMP device number as given */
 } ob_device;
 
+#include <stddef.h>
+
 /* Resolves an OpenMP device number; `what` names the argument in the error message. */
 int ob_device_resolve(int device_num, const char *what, ob_device *out);
+
+/* How many times ob_device_resolve ran in the process (tests: a copy's numbers are resolved
+ * once per side at most). */
+size_t ob_device_resolutions_for_testing(void);
 
 #endif

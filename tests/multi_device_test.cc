@@ -17,6 +17,7 @@ extern "C" {
 #include "plugin/config.h"
 #include "plugin/cost.h"
 #include "plugin/cost_models.h"
+#include "plugin/device.h"
 #include "plugin/multi.h"
 #include "plugin/resources.h"
 }
@@ -477,6 +478,35 @@ TEST_F(MultiDevice, ForgetMemoryFollowsTheStateOfABatchSpanningGpus)
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b)) << ompbatch_last_error();
     EXPECT_EQ(0, std::memcmp(d1.ptr, pinned.ptr, 64));
     EXPECT_EQ(0, std::memcmp(d0.ptr, pinned.ptr + 100, 64));
+}
+
+// An add resolves each device number it does not know at once (the batch's own device and the
+// host) exactly once, whether the copy stays on the batch's device or goes to another GPU's
+// part, and a number that is no device fails naming the copy; the bytes still arrive.
+TEST_F(MultiDevice, AnAddResolvesEachDeviceNumberOnce)
+{
+    Buffer host(PINNED, 8192), d0(DEVICE, 8192, 0), d1(DEVICE, 8192, 1), d2(DEVICE, 8192, 2);
+    host.fill(71);
+    d1.fill(72);
+    Batch batch(0);
+    size_t before = ob_device_resolutions_for_testing();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr, 0, host.ptr, H, 256, 0));
+    EXPECT_EQ(before, ob_device_resolutions_for_testing()) << "the usual numbers are known";
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_add(batch.b, d1.ptr + 512, 1, host.ptr + 512, H, 256, 0));
+    EXPECT_EQ(before + 1, ob_device_resolutions_for_testing()) << "device 1 once";
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d2.ptr, 2, d1.ptr, 1, 512, 0));
+    EXPECT_EQ(before + 3, ob_device_resolutions_for_testing()) << "devices 2 and 1 once each";
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE,
+              ompbatch_batch_add(batch.b, d0.ptr + 1024, 99, host.ptr, H, 16, 0));
+    EXPECT_TRUE(message_has("copy 3: dst_device_num 99 is not a device"))
+        << ompbatch_last_error();
+    EXPECT_EQ(before + 4, ob_device_resolutions_for_testing());
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(d0.ptr, host.ptr, 256));
+    EXPECT_EQ(0, std::memcmp(d1.ptr + 512, host.ptr + 512, 256));
+    EXPECT_EQ(0, std::memcmp(d2.ptr, d1.ptr, 512));
 }
 
 // A copy between GPUs must name the devices that hold its memory.
