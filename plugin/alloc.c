@@ -33,6 +33,26 @@ void *ob_realloc(void *ptr, size_t size)
     return permitted() ? realloc(ptr, size) : NULL;
 }
 
+int ob_grow(void **items, size_t *capacity, size_t needed, size_t item_size)
+{
+    if (needed <= *capacity)
+        return 0;
+    size_t grown = *capacity ? *capacity : 64;
+    while (grown < needed) {
+        if (grown > SIZE_MAX / 2)
+            return -1;
+        grown *= 2;
+    }
+    if (item_size != 0 && grown > SIZE_MAX / item_size)
+        return -1;
+    void *p = ob_realloc(*items, grown * item_size);
+    if (p == NULL)
+        return -1;
+    *items = p;
+    *capacity = grown;
+    return 0;
+}
+
 void ob_alloc_fail_after_for_testing(long successes)
 {
     allowed = successes;

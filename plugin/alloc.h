@@ -9,6 +9,11 @@ void *ob_malloc(size_t size);
 void *ob_calloc(size_t count, size_t size);
 void *ob_realloc(void *ptr, size_t size);
 
+/* A growable array: makes *items (of *capacity items of item_size bytes) hold at least needed
+ * items, doubling from 64. Returns 0, or -1 when the memory cannot be had (or the size
+ * overflows), with *items and *capacity as they were; the caller words the error. */
+int ob_grow(void **items, size_t *capacity, size_t needed, size_t item_size);
+
 /* Scratch that lives for one call: large blocks are mapped from the kernel and given back
  * whole when freed (alloc.c says why). ob_scratch_free takes the size asked for. */
 void *ob_scratch_alloc(size_t size);

@@ -174,16 +174,8 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging
 
 static int reserve_moves(ob_exec *exec, size_t needed)
 {
-    if (needed <= exec->move_capacity)
-        return OMPBATCH_OK;
-    size_t capacity = exec->move_capacity ? exec->move_capacity : 64;
-    while (capacity < needed)
-        capacity *= 2;
-    ob_host_move *grown = ob_realloc(exec->moves, capacity * sizeof(*grown));
-    if (grown == NULL)
+    if (ob_grow((void **)&exec->moves, &exec->move_capacity, needed, sizeof(*exec->moves)) != 0)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu staged moves", needed);
-    exec->moves = grown;
-    exec->move_capacity = capacity;
     return OMPBATCH_OK;
 }
 

@@ -265,15 +265,10 @@ static ob_copy_key *next_slot(ompbatch_batch *batch)
 {
     if (settle_keys(batch) != OMPBATCH_OK)
         return NULL;
-    if (batch->count == batch->added_capacity) {
-        size_t capacity = batch->added_capacity ? batch->added_capacity * 2 : 64;
-        ob_copy_key *grown = ob_realloc(batch->added, capacity * sizeof(*grown));
-        if (grown == NULL) {
-            ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch to %zu copies", capacity);
-            return NULL;
-        }
-        batch->added = grown;
-        batch->added_capacity = capacity;
+    if (ob_grow((void **)&batch->added, &batch->added_capacity, batch->count + 1,
+                sizeof(*batch->added)) != 0) {
+        ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the batch past %zu copies", batch->count);
+        return NULL;
     }
     return &batch->added[batch->count];
 }

@@ -51,15 +51,10 @@ void ob_mapper_record(void *base, void *begin, int64_t size, int64_t type)
            base, begin, size, (uint64_t)type);
     if (!record.active)
         return;
-    if (record.count == record.capacity) {
-        size_t grown = record.capacity ? 2 * record.capacity : 64;
-        component *p = ob_realloc(record.items, grown * sizeof(*p));
-        if (p == NULL) {
-            record.incomplete = 1;
-            return;
-        }
-        record.items = p;
-        record.capacity = grown;
+    if (ob_grow((void **)&record.items, &record.capacity, record.count + 1,
+                sizeof(*record.items)) != 0) {
+        record.incomplete = 1;
+        return;
     }
     int absent = record.probe_device >= 0 && size > 0 &&
                  !(type & (OB_MAP_PRIVATE | OB_MAP_LITERAL)) &&

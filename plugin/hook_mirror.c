@@ -68,14 +68,9 @@ static void drop_in(range_table *table, uintptr_t begin, uintptr_t end)
 static int insert_in(range_table *table, const ob_mirror_entry *entry)
 {
     drop_in(table, entry->begin, entry->end);
-    if (table->count == table->capacity) {
-        size_t capacity = table->capacity ? table->capacity * 2 : 64;
-        ob_mirror_entry *grown = ob_realloc(table->entries, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return -1;
-        table->entries = grown;
-        table->capacity = capacity;
-    }
+    if (ob_grow((void **)&table->entries, &table->capacity, table->count + 1,
+                sizeof(*table->entries)) != 0)
+        return -1;
     size_t at = first_ending_after(table, entry->begin);
     memmove(&table->entries[at + 1], &table->entries[at],
             (table->count - at) * sizeof(table->entries[0]));

@@ -310,15 +310,9 @@ static void sort_spans(span *spans, size_t n)
 /* Room for one more item in a growing array. */
 static int room_for_one(void **items, size_t *capacity, size_t count, size_t item_size)
 {
-    if (count < *capacity)
-        return OMPBATCH_OK;
-    size_t grown = *capacity ? 2 * *capacity : 64;
-    void *p = ob_realloc(*items, grown * item_size);
-    if (p == NULL)
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the dependency sweep to %zu entries",
-                       grown);
-    *items = p;
-    *capacity = grown;
+    if (ob_grow(items, capacity, count + 1, item_size) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the dependency sweep past %zu "
+                       "entries", count);
     return OMPBATCH_OK;
 }
 

@@ -41,14 +41,9 @@ static size_t lower_bound(const ob_mem_cache *cache, uintptr_t ptr)
 
 static int insert(ob_mem_cache *cache, size_t at, const ob_mem_range *range)
 {
-    if (cache->count == cache->capacity) {
-        size_t capacity = cache->capacity ? cache->capacity * 2 : 64;
-        ob_mem_range *grown = ob_realloc(cache->ranges, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the memory-kind cache");
-        cache->ranges = grown;
-        cache->capacity = capacity;
-    }
+    if (ob_grow((void **)&cache->ranges, &cache->capacity, cache->count + 1,
+                sizeof(*cache->ranges)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow the memory-kind cache");
     memmove(cache->ranges + at + 1, cache->ranges + at,
             (cache->count - at) * sizeof(*cache->ranges));
     cache->ranges[at] = *range;

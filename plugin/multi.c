@@ -70,17 +70,9 @@ size_t ob_multi_count(const ob_multi *multi)
 
 static int grow(void **array, size_t *capacity, size_t needed, size_t item)
 {
-    if (needed <= *capacity)
-        return OMPBATCH_OK;
-    size_t next = *capacity ? *capacity * 2 : 64;
-    while (next < needed)
-        next *= 2;
-    void *grown = ob_realloc(*array, next * item);
-    if (grown == NULL)
+    if (ob_grow(array, capacity, needed, item) != 0)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot grow a multi-device batch to %zu copies",
-                       next);
-    *array = grown;
-    *capacity = next;
+                       needed);
     return OMPBATCH_OK;
 }
 

@@ -15,16 +15,8 @@
 
 static int reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
 {
-    if (needed <= *capacity)
-        return OMPBATCH_OK;
-    size_t grown = *capacity ? *capacity : 16;
-    while (grown < needed)
-        grown *= 2;
-    void *p = ob_realloc(*items, grown * item_size);
-    if (p == NULL)
+    if (ob_grow(items, capacity, needed, item_size) != 0)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a plan of %zu entries", needed);
-    *items = p;
-    *capacity = grown;
     return OMPBATCH_OK;
 }
 
