@@ -14,7 +14,7 @@
 
 #include "examples/example_util.h"
 #include "ompbatch.h"
-#include "plugin/driver.h"
+#include "plugin/cuda/driver.h"
 
 #define PIECES 1024
 #define RUNS 15

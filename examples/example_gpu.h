@@ -1,12 +1,12 @@
 /* The examples' access to a GPU: memory and bulk copies through the library's own driver table
- * (plugin/driver.h), so that no example links against libcuda; what fails leaves its message in
+ * (plugin/cuda/driver.h), so that no example links against libcuda; what fails leaves its message in
  * ompbatch_last_error(), as the library's calls do. */
 #ifndef OMPBATCH_EXAMPLES_EXAMPLE_GPU_H
 #define OMPBATCH_EXAMPLES_EXAMPLE_GPU_H
 
 #include <stddef.h>
 
-#include "plugin/driver.h"
+#include "plugin/cuda/driver.h"
 
 typedef struct ex_gpu {
     const ob_driver *driver;

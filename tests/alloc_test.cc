@@ -1,4 +1,4 @@
-// The growable array (plugin/alloc.c, ob_grow): doubling from 64, contents kept, and a failure
+// The growable array (plugin/core/alloc.c, ob_grow): doubling from 64, contents kept, and a failure
 // that leaves the array as it was.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 extern "C" {
-#include "plugin/alloc.h"
+#include "plugin/core/alloc.h"
 }
 
 namespace {

@@ -16,8 +16,8 @@
 #include "tests/test_random.h"
 
 extern "C" {
-#include "plugin/alloc.h"
-#include "plugin/omp_runtime.h"
+#include "plugin/core/alloc.h"
+#include "plugin/cuda/omp_runtime.h"
 }
 
 namespace {

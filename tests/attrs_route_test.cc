@@ -4,8 +4,8 @@
 #include <cstring>
 
 extern "C" {
-#include "plugin/attrs.h"
-#include "plugin/route.h"
+#include "plugin/plan/attrs.h"
+#include "plugin/plan/route.h"
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// Environment tunables (plugin/config.c) and verbose logging.
+// Environment tunables (plugin/core/config.c) and verbose logging.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include "ompbatch.h"
 
 extern "C" {
-#include "plugin/config.h"
+#include "plugin/core/config.h"
 }
 
 namespace {

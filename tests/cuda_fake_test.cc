@@ -16,10 +16,10 @@
 #include "tests/test_random.h"
 
 extern "C" {
-#include "plugin/alloc.h"
-#include "plugin/config.h"
-#include "plugin/driver.h"
-#include "plugin/omp_runtime.h"
+#include "plugin/core/alloc.h"
+#include "plugin/core/config.h"
+#include "plugin/cuda/driver.h"
+#include "plugin/cuda/omp_runtime.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 }
 

@@ -22,9 +22,9 @@
 #include "tests/test_random.h"
 
 extern "C" {
-#include "plugin/driver.h"
-#include "plugin/resources.h"
-#include "plugin/staging.h"
+#include "plugin/cuda/driver.h"
+#include "plugin/cuda/resources.h"
+#include "plugin/cuda/staging.h"
 }
 
 namespace {

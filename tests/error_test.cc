@@ -1,4 +1,4 @@
-// The calling thread's error record (plugin/error.c): the copy an error names is kept beside
+// The calling thread's error record (plugin/core/error.c): the copy an error names is kept beside
 // its message, so that a caller can renumber it without reading the words.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 extern "C" {
-#include "plugin/error.h"
+#include "plugin/core/error.h"
 }
 
 namespace {

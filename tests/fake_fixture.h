@@ -15,7 +15,7 @@
 #include "tests/test_random.h"
 
 extern "C" {
-#include "plugin/driver.h"
+#include "plugin/cuda/driver.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 }
 

@@ -18,12 +18,12 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/backend_staged.h"
-#include "plugin/config.h"
-#include "plugin/cost.h"
-#include "plugin/driver_api.h"
-#include "plugin/multi.h"
-#include "plugin/staging.h"
+#include "plugin/exec/backend_staged.h"
+#include "plugin/core/config.h"
+#include "plugin/plan/cost.h"
+#include "plugin/cuda/driver_api.h"
+#include "plugin/api/multi.h"
+#include "plugin/cuda/staging.h"
 }
 
 namespace {

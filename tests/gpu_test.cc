@@ -31,8 +31,8 @@
 #include "tests/rect_reference.h"
 
 extern "C" {
-#include "plugin/config.h"
-#include "plugin/driver.h"
+#include "plugin/core/config.h"
+#include "plugin/cuda/driver.h"
 }
 
 namespace {
@@ -624,12 +624,12 @@ enum class ExpectedPath { kHost, kDevice };
 
 // Host-to-host copies between pageable or pinned buffers run as a memcpy on the host backend.
 // Managed memory goes to the driver, except for a lone copy: the planner does not classify a
-// plan of one copy (plugin/plan.c, plan_lone_copy) and memcpys any lone host-to-host copy.
+// plan of one copy (plugin/plan/plan.c, plan_lone_copy) and memcpys any lone host-to-host copy.
 ExpectedPath PathFor(Direction direction, harness_mem_kind host, size_t count)
 {
     if (direction != Direction::kH2H)
         return ExpectedPath::kDevice;
-    // A lone copy of a device batch always goes to the driver (plugin/plan.c): its pointers
+    // A lone copy of a device batch always goes to the driver (plugin/plan/plan.c): its pointers
     // are not classified, so host memcpy would not be known to be safe.
     if (count == 1)
         return ExpectedPath::kDevice;
@@ -1294,7 +1294,7 @@ struct MaxCopiesCase {
     }
 };
 
-// Groups the routing table (plugin/route.c) sends through cuMemcpyBatchAsync.
+// Groups the routing table (plugin/plan/route.c) sends through cuMemcpyBatchAsync.
 std::vector<MaxCopiesCase> MaxCopiesCases(Form form)
 {
     return {
@@ -1402,7 +1402,7 @@ protected:
     }
 };
 
-// The routing table (plugin/route.c): pinned H2D batches from two copies up.
+// The routing table (plugin/plan/route.c): pinned H2D batches from two copies up.
 TEST_P(GpuStatsTest, PinnedHostToDeviceUsesTheBatchPath)
 {
     Outcome outcome;

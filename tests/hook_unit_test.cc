@@ -15,11 +15,11 @@
 #include "tests/test_random.h"
 
 extern "C" {
-#include "plugin/alloc.h"
-#include "plugin/config.h"
-#include "plugin/driver.h"
-#include "plugin/hook_copy.h"
-#include "plugin/hook_mirror.h"
+#include "plugin/core/alloc.h"
+#include "plugin/core/config.h"
+#include "plugin/cuda/driver.h"
+#include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_mirror.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 }
 

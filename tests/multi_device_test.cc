@@ -14,12 +14,12 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/config.h"
-#include "plugin/cost.h"
-#include "plugin/cost_models.h"
-#include "plugin/device.h"
-#include "plugin/multi.h"
-#include "plugin/resources.h"
+#include "plugin/core/config.h"
+#include "plugin/plan/cost.h"
+#include "plugin/api/cost_models.h"
+#include "plugin/cuda/device.h"
+#include "plugin/api/multi.h"
+#include "plugin/cuda/resources.h"
 }
 
 namespace {

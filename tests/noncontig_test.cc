@@ -1,4 +1,4 @@
-// The pieces of non-contiguous updates (plugin/noncontig.c) against two references written
+// The pieces of non-contiguous updates (plugin/hook/noncontig.c) against two references written
 // here from the definitions: libomptarget 16's recursive procedure, transcribed as its source
 // reads, and the OpenMP specification's elements, enumerated one by one. Random descriptors
 // shaped as clang emits them (arrays of random extents, sections with random bounds, lengths,
@@ -13,7 +13,7 @@
 #include <vector>
 
 extern "C" {
-#include "plugin/noncontig.h"
+#include "plugin/hook/noncontig.h"
 }
 
 #include "tests/test_random.h"

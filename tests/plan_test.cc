@@ -8,9 +8,9 @@
 #include <vector>
 
 extern "C" {
-#include "plugin/levels.h"
-#include "plugin/plan.h"
-#include "plugin/route.h"
+#include "plugin/plan/levels.h"
+#include "plugin/plan/plan.h"
+#include "plugin/plan/route.h"
 }
 
 namespace {

@@ -21,14 +21,14 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/backend_staged.h"
-#include "plugin/batch.h"
-#include "plugin/config.h"
-#include "plugin/cost.h"
-#include "plugin/cost_models.h"
-#include "plugin/staging.h"
-#include "plugin/stream_copy.h"
-#include "plugin/workers.h"
+#include "plugin/exec/backend_staged.h"
+#include "plugin/api/batch.h"
+#include "plugin/core/config.h"
+#include "plugin/plan/cost.h"
+#include "plugin/api/cost_models.h"
+#include "plugin/cuda/staging.h"
+#include "plugin/exec/stream_copy.h"
+#include "plugin/core/workers.h"
 }
 
 namespace {

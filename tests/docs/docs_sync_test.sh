@@ -37,8 +37,8 @@ while [ $# -gt 0 ]; do
     *.md) pages+=("$1"); shift ;;
     *) case "$1" in
        plugin/*.c | */plugin/*.c)
-           # plugin/*.c only: not plugin/kernels/*.c
-           case "${1#*plugin/}" in */*) ;; *) sources+=("$1") ;; esac ;;
+           # plugin/*.c and plugin/<layer>/*.c: not the generated plugin/cuda/kernels/*.c
+           case "${1##*plugin/}" in */*/*|*/kernels/*) ;; *) sources+=("$1") ;; esac ;;
        esac
        shift ;;
     esac

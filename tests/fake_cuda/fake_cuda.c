@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "plugin/driver_api.h"
+#include "plugin/cuda/driver_api.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
@@ -96,7 +96,7 @@ struct op {
     unsigned int piece_count;
 };
 
-/* The one module and function the fake knows, plugin/kernels/copy_pieces.cu's ob_copy_pieces,
+/* The one module and function the fake knows, plugin/cuda/kernels/copy_pieces.cu's ob_copy_pieces,
  * once per device's context as on a GPU: a function is launched only in the context whose
  * module it came from. */
 struct CUmod_st {
@@ -1212,7 +1212,7 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Modules and the one kernel the fake runs (plugin/kernels/copy_pieces.cu).
+ * Modules and the one kernel the fake runs (plugin/cuda/kernels/copy_pieces.cu).
  */
 
 static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *image)

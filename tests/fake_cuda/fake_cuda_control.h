@@ -2,7 +2,7 @@
  * Control interface of the fake CUDA driver (tests/fake_cuda/libfake_cuda.so).
  *
  * The fake is loaded by the library under test like a real libcuda (dlopen, then
- * cuGetProcAddress for every entry point of plugin/driver_api.h). Test code reaches the same
+ * cuGetProcAddress for every entry point of plugin/cuda/driver_api.h). Test code reaches the same
  * loaded instance through fake_cuda_control_open() with the same path: dlopen of an object that
  * is already loaded returns that object, so driver and test share one state.
  *

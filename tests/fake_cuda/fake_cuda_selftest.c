@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/driver_api.h"
+#include "plugin/cuda/driver_api.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
 static int failures;

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "ompbatch.h"
-#include "plugin/driver.h"
+#include "plugin/cuda/driver.h"
 
 #define ARENA_BYTES 4096
 #define RECORD_BYTES 6

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ompbatch.h"
-#include "plugin/driver.h"
+#include "plugin/cuda/driver.h"
 
 #define HARNESS_PAGEABLE_ALIGNMENT ((size_t)64)
 

@@ -2,7 +2,7 @@
  * Test harness for ompbatch's GPU tests (C11, usable from C++).
  *
  * Buffers of every memory kind are allocated on a CUDA device through the library's own loaded
- * driver table (plugin/driver.h), so the tests use exactly the driver, primary context and
+ * driver table (plugin/cuda/driver.h), so the tests use exactly the driver, primary context and
  * stream that the library uses. Device buffers are written and read synchronously on the
  * library's own stream of their device. Host data comes from a seeded xorshift generator whose
  * seed is printed once per process so that a failure can be reproduced with

@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# The library's files depend on each other without cycles. A file depends on the module of
-# every header it includes ("batch.c" and "batch.h" are module batch), and a header depends
-# on the module of every .c file that defines a function the header declares (a header whose
-# functions another file defines makes that file part of the header's module's world). Fails
-# with the modules of each cycle. Usage: dependency_cycles_test.sh [plugin directory]
+# The library's files depend on each other without cycles, and each layer only on the layers
+# below it. A file depends on the module of every header it includes ("batch.c" and "batch.h"
+# are module batch), and a header depends on the module of every .c file that defines a
+# function the header declares (a header whose functions another file defines makes that file
+# part of the header's module's world). The layers are the folders of the plugin directory,
+# LAYERS from the bottom up ("core cuda plan exec api hook"). Fails with the modules of each
+# cycle and each dependency on a higher layer.
+# Usage: dependency_cycles_test.sh [plugin directory]
 set -u
 dir=${1:-plugin}
 [ -d "$dir" ] || { echo "FAIL: no directory $dir" >&2; exit 1; }
 edges=$(mktemp)
-trap 'rm -f "$edges"' EXIT
+layers=$(mktemp)
+trap 'rm -f "$edges" "$layers"' EXIT
 module() { local b=${1##*/}; echo "${b%.*}"; }
+mapfile -t files < <(find -L "$dir" -mindepth 1 -maxdepth 2 -type f \( -name '*.c' -o -name '*.h' \) | sort)
+[ ${#files[@]} -gt 0 ] || { echo "FAIL: no sources in $dir" >&2; exit 1; }
+# Each module and its layer (the folder it lies in, "." at the top).
+for f in "${files[@]}"; do
+    rel=${f#"$dir"/}
+    case "$rel" in */*) echo "$(module "$f") ${rel%%/*}" ;; *) echo "$(module "$f") ." ;; esac
+done | sort -u >"$layers"
+has_module() { awk -v m="$1" '$1 == m { found=1 } END { exit !found }' "$layers"; }
 # Which module defines each non-static function: a line at column 0 that starts a definition
 # (the name, an open parenthesis, no semicolon at the end of the declaration's last line).
-defs=$(for f in "$dir"/*.c; do
+defs=$(for f in "${files[@]}"; do
+    [ "${f%.c}" != "$f" ] || continue
     awk -v m="$(module "$f")" '
         /^[A-Za-z_]/ && !/^static/ && !/^typedef/ && !/;[[:space:]]*$/ &&
         match($0, /(ob|ompbatch)_[A-Za-z0-9_]*\(/) {
             print substr($0, RSTART, RLENGTH - 1), m
         }' "$f"
 done)
-for f in "$dir"/*.c "$dir"/*.h; do
+for f in "${files[@]}"; do
     m=$(module "$f")
     sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)\.h".*/\1/p' "$f" |
         while read -r inc; do
             dep=$(module "$inc")
-            [ "$dep" != "$m" ] && [ -e "$dir/$dep.h" ] && echo "$m $dep"
+            [ "$dep" != "$m" ] && has_module "$dep" && echo "$m $dep"
         done
 done >"$edges"
-for h in "$dir"/*.h; do
+for h in "${files[@]}"; do
+    [ "${h%.h}" != "$h" ] || continue
     m=$(module "$h")
     # Declarations: names followed by "(" on lines that are not comments, macros or inline
     # bodies; a prototype may span lines, so every such name at the start of a declaration.
@@ -73,5 +87,25 @@ while read -r comp; do
         awk -v n="$n" -v c=" $comp " '$1 == n && index(c, " " $2 " ") { print "  " $1 " -> " $2 }' "$edges"
     done
 done <<<"$cycles"
+# Layers: a dependency may go down or stay in its layer, never up.
+if [ -n "${LAYERS:-}" ]; then
+    while read -r from to; do
+        lf=$(awk -v m="$from" '$1 == m { print $2 }' "$layers")
+        lt=$(awk -v m="$to" '$1 == m { print $2 }' "$layers")
+        rf=-1 rt=-1 k=0
+        for l in $LAYERS; do
+            [ "$l" = "$lf" ] && rf=$k
+            [ "$l" = "$lt" ] && rt=$k
+            k=$((k + 1))
+        done
+        if [ $rf -lt 0 ] || [ $rt -lt 0 ]; then
+            failed=1
+            echo "FAIL: $from ($lf) -> $to ($lt): a folder that is not one of the layers ($LAYERS)"
+        elif [ $rf -lt $rt ]; then
+            failed=1
+            echo "FAIL: $from ($lf) depends on $to ($lt), a higher layer"
+        fi
+    done <"$edges"
+fi
 [ $failed = 0 ] || exit 1
-echo "ok: $(wc -l <"$edges") dependencies between $(tr ' ' '\n' <"$edges" | sort -u | wc -l) modules of $dir, no cycle but the known ones"
+echo "ok: $(wc -l <"$edges") dependencies between $(tr ' ' '\n' <"$edges" | sort -u | wc -l) modules of $dir, no cycle but the known ones${LAYERS:+, none upwards through $LAYERS}"

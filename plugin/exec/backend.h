@@ -1,0 +1,86 @@
+/* Backends execute the steps of a plan. Each is a const operations table; the executor picks
+ * one per step by the step's route. */
+#ifndef OMPBATCH_PLUGIN_BACKEND_H
+#define OMPBATCH_PLUGIN_BACKEND_H
+
+#include <stddef.h>
+
+#include "plugin/cuda/driver.h"
+#include "plugin/cuda/kernels.h"
+#include "plugin/cuda/staging.h"
+#include "plugin/plan/plan.h"
+
+/* A host-side copy of the staged strategy: a pack before submit returns, an unpack at the
+ * wait. */
+typedef struct ob_host_move {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} ob_host_move;
+
+/* Counters of the staged strategy, added up over a submit. */
+typedef struct ob_staged_counts {
+    size_t copies;
+    size_t bytes;
+    size_t kernel_launches;
+    size_t refused;      /* staged copies sent direct: no staging or no kernel */
+    unsigned paths;      /* OMPBATCH_PATH_KERNEL and OMPBATCH_PATH_STAGED */
+} ob_staged_counts;
+
+typedef struct ob_exec {
+    const ob_driver *driver;   /* NULL for host-only batches */
+    int ordinal;               /* CUDA device of the batch (staging, kernel) */
+    size_t max_copies;         /* per batch call; the bulk copies join one only below it */
+    CUstream stream;
+    size_t done;               /* planned copies enqueued (or performed) successfully */
+    size_t driver_calls;
+    size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
+    size_t batch_fallbacks;    /* batch calls that failed and were sent one copy at a time */
+    int stream_busy;           /* device work enqueued since the last synchronisation */
+    /* Scratch arrays for one driver batch call, grown as needed. */
+    CUdeviceptr *dsts;
+    CUdeviceptr *srcs;
+    size_t *sizes;
+    size_t scratch_capacity;
+    CUmemcpyAttributes *attrs; /* the step's attributes plus the bulk copies' */
+    size_t *attr_idxs;
+    size_t attr_capacity;
+    /* The staged strategy. Bulk copies wait here for the level's batch call to take them. */
+    size_t extra_count;
+    CUdeviceptr extra_dsts[2];
+    CUdeviceptr extra_srcs[2];
+    size_t extra_sizes[2];
+    ob_staging *staging;       /* held until the wait */
+    ob_host_move *moves;       /* packs, then the unpacks pending until the wait */
+    size_t move_count;
+    size_t move_capacity;
+    CUfunction kernel;         /* the copy kernel of the device, loaded by prepare */
+    CUdeviceptr scatter_table; /* descriptors finish launches with */
+    size_t scatter_count;
+    size_t unpack_begin;       /* moves[unpack_begin, move_count) wait for the stream */
+    ob_staged_counts staged;
+    /* The descriptors of a staged step that only moves in place, kept on the device once the
+     * same plan ran twice: later refills with the same copies launch on them directly. */
+    CUdeviceptr kept_table;
+    size_t kept_table_bytes;   /* allocated */
+    size_t kept_pieces;        /* descriptors in it; 0 when nothing is kept */
+    size_t kept_bytes;         /* bytes of the step's copies */
+    unsigned long kept_generation; /* the plan (ob_plan.generation) and step they belong to */
+    size_t kept_step;
+    unsigned long seen_generation; /* the plan of the last in-place step built, and its step */
+    size_t seen_step;
+} ob_exec;
+
+typedef struct ob_backend_ops {
+    const char *name;
+    /* Runs one step; on failure the thread's message names the copy (as added) at fault. */
+    int (*run)(ob_exec *exec, const ob_plan *plan, const ob_step *step);
+} ob_backend_ops;
+
+extern const ob_backend_ops ob_backend_host;
+extern const ob_backend_ops ob_backend_cuda_batch;
+extern const ob_backend_ops ob_backend_cuda_per_copy;
+/* Large pageable copies, each complete when its step returns (backend_pipelined.c). */
+extern const ob_backend_ops ob_backend_cuda_pipelined;
+
+#endif

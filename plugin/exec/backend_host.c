@@ -1,0 +1,27 @@
+#include <string.h>
+
+#include "plugin/exec/backend.h"
+#include "plugin/exec/backend_staged.h"
+
+/* Host copies run on the calling thread at submit. Device work of earlier levels, or an
+ * earlier asynchronous copy into pinned memory on this stream (perhaps from another batch),
+ * must land first, so a device batch always synchronises its stream here. */
+static int host_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    if (exec->driver != NULL && exec->stream != NULL)
+        exec->stream_busy = 1;
+    int status = ob_staged_wait(exec);
+    if (status != OMPBATCH_OK)
+        return status;
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *copy = &plan->copies[i];
+        memcpy((void *)copy->dst, (const void *)copy->src, copy->bytes);
+        exec->done++;
+    }
+    return OMPBATCH_OK;
+}
+
+const ob_backend_ops ob_backend_host = {
+    .name = "host",
+    .run = host_run,
+};

@@ -1,0 +1,512 @@
+/* The staged strategy's execution (README.md, "Strategies"). Per level, with one region of
+ * staging (host part: descriptor tables, then packed pieces, then gathered pieces; device
+ * part: packed, then gathered pieces):
+ *   1. pack:   pageable (and must-read-now) host sources -> pinned staging, by the CPU;
+ *   2. kernel: in-place pieces (device, mapped pinned memory) and gathers into device staging;
+ *   3. the level's cuMemcpyBatchAsync carries the bulk copies: packed bytes to the device,
+ *      gathered bytes to pinned staging;
+ *   4. kernel: scatter from device staging to the destinations;
+ *   5. at the wait: unpack gathered bytes into their destinations, give the staging back. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/core/alloc.h"
+#include "plugin/core/error.h"
+#include "plugin/core/log.h"
+#include "plugin/core/phase_time.h"
+#include "plugin/core/workers.h"
+#include "plugin/cuda/resources.h"
+#include "plugin/cuda/stream_wait.h"
+#include "plugin/exec/backend_staged.h"
+#include "plugin/exec/stream_copy.h"
+
+/* Pieces longer than a chunk are cut into several descriptors, one block each, so that a few
+ * large pieces still keep many blocks busy: the chunk is a level's staged bytes over
+ * OB_CHUNK_TARGET_BLOCKS, in 4 KiB steps from 4 KiB to 64 KiB (16 pieces of 64 KiB as 16
+ * blocks left most of an H200 idle and lost to the copy engine). */
+#define OB_CHUNK_MIN ((size_t)4 << 10)
+#define OB_CHUNK_MAX ((size_t)64 << 10)
+#define OB_CHUNK_TARGET_BLOCKS 1024
+#define OB_KERNEL_THREADS 256
+#define OB_KERNEL_MAX_BLOCKS 65535u
+/* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
+#define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
+#define OB_MOVE_PART_BYTES ((size_t)64 << 10)
+#define OB_MAX_DEVICES 64
+
+static size_t align_up(size_t value, size_t to)
+{
+    return (value + to - 1) & ~(to - 1);
+}
+
+/* ---- the kernel, per device -------------------------------------------------------------- */
+
+typedef enum kernel_state { KERNEL_UNKNOWN = 0, KERNEL_READY, KERNEL_UNAVAILABLE } kernel_state;
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+static kernel_state kernel_states[OB_MAX_DEVICES];
+static CUfunction kernel_functions[OB_MAX_DEVICES];
+
+/* The device's context is current. */
+static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
+{
+    if (ordinal < 0 || ordinal >= OB_MAX_DEVICES)
+        return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: no copy kernel past %d devices",
+                       ordinal, OB_MAX_DEVICES);
+    pthread_mutex_lock(&kernel_lock);
+    int status = OMPBATCH_OK;
+    if (kernel_states[ordinal] == KERNEL_UNKNOWN) {
+        CUmodule module = NULL;
+        if (driver->fn.cuModuleLoadData == NULL || driver->fn.cuModuleGetFunction == NULL ||
+            driver->fn.cuLaunchKernel == NULL)
+            status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver cannot load kernels");
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuModuleLoadData, &module, ob_copy_pieces_ptx);
+        if (status == OMPBATCH_OK) {
+            ob_resources_module_loaded();
+            status = OB_CU(driver, cuModuleGetFunction, &kernel_functions[ordinal], module,
+                           OB_COPY_PIECES_KERNEL);
+        }
+        kernel_states[ordinal] = status == OMPBATCH_OK ? KERNEL_READY : KERNEL_UNAVAILABLE;
+        if (status != OMPBATCH_OK)
+            ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
+                   ompbatch_last_error());
+    } else if (kernel_states[ordinal] == KERNEL_UNAVAILABLE) {
+        status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: the copy kernel did not load",
+                         ordinal);
+    }
+    *out = kernel_functions[ordinal];
+    pthread_mutex_unlock(&kernel_lock);
+    return status;
+}
+
+void ob_staged_forget_kernels_for_testing(void)
+{
+    pthread_mutex_lock(&kernel_lock);
+    memset(kernel_states, 0, sizeof(kernel_states));
+    pthread_mutex_unlock(&kernel_lock);
+}
+
+static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
+{
+    if (count == 0)
+        return OMPBATCH_OK;
+    unsigned int n = (unsigned int)count;
+    unsigned int blocks = n < OB_KERNEL_MAX_BLOCKS ? n : OB_KERNEL_MAX_BLOCKS;
+    void *params[] = {&table, &n};
+    int status = OB_CU(exec->driver, cuLaunchKernel, exec->kernel, blocks, 1, 1,
+                       OB_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "the copy kernel (%zu pieces): ", count);
+    exec->stream_busy = 1;
+    exec->staged.kernel_launches++;
+    exec->staged.paths |= OMPBATCH_PATH_KERNEL;
+    return OMPBATCH_OK;
+}
+
+/* ---- host moves ------------------------------------------------------------------------ */
+
+typedef struct move_job {
+    const ob_host_move *moves;
+    const size_t *starts; /* starts[i]: bytes of the moves before move i */
+    size_t count;
+    size_t total;
+    void (*copy)(void *, const void *, size_t);
+} move_job;
+
+static void copy_plain(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+
+/* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
+static void move_part(void *arg, size_t part, size_t parts)
+{
+    const move_job *job = arg;
+    size_t from = job->total / parts * part + (part < job->total % parts ? part : job->total % parts);
+    size_t to = from + job->total / parts + (part < job->total % parts ? 1 : 0);
+    /* The last move starting at or before `from`. */
+    size_t lo = 0, hi = job->count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (job->starts[mid] <= from)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < job->count && job->starts[i] < to; i++) {
+        const ob_host_move *m = &job->moves[i];
+        size_t at = job->starts[i];
+        size_t begin = from > at ? from - at : 0;
+        size_t end = to - at < m->bytes ? to - at : m->bytes;
+        if (begin < end)
+            job->copy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
+    }
+}
+
+void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging)
+{
+    void (*copy)(void *, const void *, size_t) = into_staging ? ob_copy_streaming : copy_plain;
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++)
+        total += moves[i].bytes;
+    /* Parts of 64 KiB and up, several per thread: helpers that wake late still find work. */
+    size_t parts = total / OB_MOVE_PART_BYTES;
+    size_t most = 4 * ob_workers_threads();
+    if (parts > most)
+        parts = most;
+    size_t *starts = parts > 1 && total >= OB_PARALLEL_MOVE_BYTES
+                         ? ob_malloc(count * sizeof(*starts))
+                         : NULL;
+    if (starts == NULL) {
+        for (size_t i = 0; i < count; i++)
+            copy(moves[i].dst, moves[i].src, moves[i].bytes);
+        return;
+    }
+    for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
+        starts[i] = at;
+    move_job job = {moves, starts, count, total, copy};
+    ob_workers_run(move_part, &job, parts);
+    free(starts);
+}
+
+/* ---- prepare ------------------------------------------------------------------------------- */
+
+static int reserve_moves(ob_exec *exec, size_t needed)
+{
+    if (ob_grow((void **)&exec->moves, &exec->move_capacity, needed, sizeof(*exec->moves)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu staged moves", needed);
+    return OMPBATCH_OK;
+}
+
+static size_t chunks(size_t bytes, size_t chunk)
+{
+    return (bytes + chunk - 1) / chunk;
+}
+
+static size_t chunk_for(size_t total)
+{
+    size_t chunk = align_up(total / OB_CHUNK_TARGET_BLOCKS + 1, OB_CHUNK_MIN);
+    return chunk > OB_CHUNK_MAX ? OB_CHUNK_MAX : chunk;
+}
+
+/* Appends the descriptors of one copy from src to dst (both as the GPU sees them). */
+static void add_pieces(ob_piece *table, size_t *count, uintptr_t dst, uintptr_t src, size_t bytes,
+                       size_t chunk)
+{
+    for (size_t done = 0; done < bytes; done += chunk) {
+        size_t n = bytes - done < chunk ? bytes - done : chunk;
+        table[*count].dst = (uint64_t)(dst + done);
+        table[*count].src = (uint64_t)(src + done);
+        table[*count].bytes = n;
+        (*count)++;
+    }
+}
+
+/* Where a packed or gathered piece lies in its area: the phase of its device address mod 16
+ * is kept, so the kernel moves it in 16-byte units. */
+static size_t place(size_t *cursor, uintptr_t device_address, size_t bytes)
+{
+    size_t at = align_up(*cursor, 64) + (device_address & 15);
+    *cursor = at + bytes;
+    return at;
+}
+
+typedef struct layout {
+    size_t total;          /* bytes of the step's copies */
+    size_t chunk;          /* bytes of a piece's descriptor at most */
+    size_t packs;          /* copies packed by the CPU */
+    size_t gathers;        /* copies unpacked by the CPU at the wait */
+    size_t in_place;       /* copies the first kernel moves between their own addresses */
+    size_t first_pieces;   /* in-place and gather descriptors */
+    size_t second_pieces;  /* scatter descriptors */
+    size_t pack_bytes;
+    size_t gather_bytes;
+    int pack_in_stream_order; /* a packed source the stream may still be writing */
+} layout;
+
+static void measure(const ob_plan *plan, const ob_step *step, layout *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = step->begin; i < step->end; i++)
+        out->total += plan->copies[i].bytes;
+    out->chunk = chunk_for(out->total);
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *c = &plan->copies[i];
+        switch (c->stage_how) {
+        case OB_STAGE_PACK:
+            out->packs++;
+            out->second_pieces += chunks(c->bytes, out->chunk);
+            place(&out->pack_bytes, c->dst, c->bytes);
+            if (c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
+                out->pack_in_stream_order = 1;
+            break;
+        case OB_STAGE_GATHER:
+            out->gathers++;
+            out->first_pieces += chunks(c->bytes, out->chunk);
+            place(&out->gather_bytes, c->src, c->bytes);
+            break;
+        case OB_STAGE_IN_PLACE:
+            out->in_place++;
+            out->first_pieces += chunks(c->bytes, out->chunk);
+            break;
+        }
+    }
+}
+
+/* Sends the step's copies one cuMemcpyAsync each: staging or the kernel is not to be had. */
+static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    exec->staged.refused += step->end - step->begin;
+    exec->staged.paths |= OMPBATCH_PATH_PER_COPY;
+    return ob_backend_cuda_per_copy.run(exec, plan, step);
+}
+
+/* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
+static int run_kept(ob_exec *exec, const ob_step *step)
+{
+    int status = launch(exec, exec->kept_table, exec->kept_pieces);
+    if (status != OMPBATCH_OK)
+        return status;
+    /* Counted when kept: reading the plan's copies again costs more than the launch. */
+    exec->staged.bytes += exec->kept_bytes;
+    exec->staged.copies += step->end - step->begin;
+    exec->done += step->end - step->begin;
+    return OMPBATCH_OK;
+}
+
+void ob_staged_drop_kept(ob_exec *exec)
+{
+    if (exec->kept_table_bytes > 0) {
+        ob_resources_kept(-(long)exec->kept_table_bytes);
+        CUresult r = exec->driver->fn.cuMemFree(exec->kept_table);
+        if (r != CUDA_SUCCESS)
+            ob_log(1, "device %d: cannot free %zu bytes of kept descriptors (CUresult %d)",
+                   exec->ordinal, exec->kept_table_bytes, (int)r);
+    }
+    exec->kept_table = 0;
+    exec->kept_table_bytes = 0;
+    exec->kept_pieces = 0;
+}
+
+/* The second time the same plan's in-place step is built, its descriptors (just launched on
+ * from host staging) are copied to device memory of the batch, behind the kernel on the
+ * stream: a plan used twice is likely a loop's. Keeping is optional; when memory or the copy
+ * fails, the step is simply built each time, and nothing is reported. */
+static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
+                       const ob_piece *table, size_t pieces, size_t step_bytes)
+{
+    const ob_driver *driver = exec->driver;
+    exec->kept_pieces = 0;
+    if (exec->seen_generation != generation || exec->seen_step != step_at) {
+        exec->seen_generation = generation;
+        exec->seen_step = step_at;
+        return;
+    }
+    size_t bytes = pieces * sizeof(ob_piece);
+    if (bytes > exec->kept_table_bytes) {
+        ob_staged_drop_kept(exec);
+        CUdeviceptr grown = 0;
+        if (driver->fn.cuMemAlloc == NULL || driver->fn.cuMemFree == NULL ||
+            driver->fn.cuMemAlloc(&grown, bytes) != CUDA_SUCCESS) {
+            ob_log(2, "device %d: %zu descriptors not kept: no device memory", exec->ordinal,
+                   pieces);
+            return;
+        }
+        exec->kept_table = grown;
+        exec->kept_table_bytes = bytes;
+        ob_resources_kept((long)bytes);
+    }
+    if (driver->fn.cuMemcpyAsync(exec->kept_table, (CUdeviceptr)(uintptr_t)table, bytes,
+                                 exec->stream) != CUDA_SUCCESS) {
+        ob_log(2, "device %d: %zu descriptors not kept: the copy failed", exec->ordinal, pieces);
+        return;
+    }
+    exec->driver_calls++;
+    exec->kept_pieces = pieces;
+    exec->kept_bytes = step_bytes;
+    exec->kept_generation = generation;
+    exec->kept_step = step_at;
+}
+
+int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    const ob_driver *driver = exec->driver;
+    int status = OMPBATCH_OK;
+    exec->extra_count = 0;
+    exec->scatter_count = 0;
+    if (load_kernel(driver, exec->ordinal, &exec->kernel) != OMPBATCH_OK)
+        return run_direct(exec, plan, step);
+    size_t step_at = (size_t)(step - plan->steps);
+    if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&
+        exec->kept_step == step_at)
+        return run_kept(exec, step);
+    layout lay;
+    measure(plan, step, &lay);
+    size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);
+    size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
+    size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
+    /* An earlier level's staging is reused once the stream has passed it. */
+    if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
+        return status;
+    if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
+                           second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
+        return run_direct(exec, plan, step);
+    if ((status = reserve_moves(exec, lay.packs + lay.gathers)) != OMPBATCH_OK)
+        return status;
+    /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
+     * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
+     * mapped at its host address under unified addressing); the scatter's table travels to the
+     * device with the packed pieces, in the same bulk copy. */
+    unsigned char *host = exec->staging->host;
+    ob_piece *first = (ob_piece *)host, *second = (ob_piece *)(host + first_table);
+    unsigned char *pack_host = host + first_table + second_table;
+    unsigned char *gather_host = pack_host + pack_area;
+    CUdeviceptr second_device = exec->staging->device;
+    CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
+    size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
+    /* A step whose first kernel would move one gather piece alone: the copy engine reads the
+     * piece straight into pinned staging instead, and no kernel is launched for it (a launch
+     * costs more than the copy of one small piece). */
+    int lone_gather = lay.gathers == 1 && lay.in_place == 0;
+    size_t lone_at = 0;
+    CUdeviceptr lone_src = 0;
+    /* Packs first, then the unpacks, each in the order its pieces were placed. */
+    size_t packs = 0;
+    exec->unpack_begin = lay.packs;
+    size_t u = exec->unpack_begin;
+    for (size_t i = step->begin; i < step->end; i++) {
+        const ob_copy *c = &plan->copies[i];
+        size_t at;
+        switch (c->stage_how) {
+        case OB_STAGE_PACK:
+            at = place(&pack_cursor, c->dst, c->bytes);
+            exec->moves[packs++] = (ob_host_move){pack_host + at, (const void *)c->src, c->bytes};
+            add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes,
+                       lay.chunk);
+            break;
+        case OB_STAGE_GATHER:
+            at = place(&gather_cursor, c->src, c->bytes);
+            if (lone_gather) {
+                lone_at = at;
+                lone_src = (CUdeviceptr)c->src;
+            } else {
+                add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
+                           lay.chunk);
+            }
+            exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
+            break;
+        case OB_STAGE_IN_PLACE:
+            add_pieces(first, &n_first, (uintptr_t)((intptr_t)c->dst + c->dst_mem.device_offset),
+                       (uintptr_t)((intptr_t)c->src + c->src_mem.device_offset), c->bytes,
+                       lay.chunk);
+            break;
+        }
+    }
+    /* A packed source in stream order may be the target of work still on the stream. */
+    if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
+        return status;
+    if (packs > 0) {
+        ob_host_moves_run(exec->moves, packs, 1);
+        exec->staged.paths |= OMPBATCH_PATH_STAGED;
+    }
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
+        return status;
+    if (lay.packs == 0 && lay.gathers == 0)
+        keep_table(exec, plan->generation, step_at, first, n_first, lay.total);
+    /* From here the unpacks are owed at the wait. */
+    exec->move_count = u;
+    if (pack_cursor > 0) {
+        exec->extra_dsts[exec->extra_count] = second_device;
+        exec->extra_srcs[exec->extra_count] = (CUdeviceptr)(uintptr_t)second;
+        exec->extra_sizes[exec->extra_count++] = second_table + pack_cursor;
+    }
+    if (gather_cursor > 0) {
+        exec->extra_dsts[exec->extra_count] =
+            (CUdeviceptr)(uintptr_t)(gather_host + (lone_gather ? lone_at : 0));
+        exec->extra_srcs[exec->extra_count] = lone_gather ? lone_src : gather_device;
+        exec->extra_sizes[exec->extra_count++] = lone_gather ? gather_cursor - lone_at
+                                                             : gather_cursor;
+        exec->staged.paths |= OMPBATCH_PATH_STAGED;
+    }
+    exec->scatter_table = second_device;
+    exec->scatter_count = n_second;
+    exec->staged.bytes += lay.total;
+    exec->staged.copies += step->end - step->begin;
+    exec->done += step->end - step->begin;
+    return OMPBATCH_OK;
+}
+
+int ob_staged_flush_extras(ob_exec *exec)
+{
+    const ob_driver *driver = exec->driver;
+    size_t n = exec->extra_count;
+    exec->extra_count = 0;
+    if (n == 0)
+        return OMPBATCH_OK;
+    int status = OMPBATCH_OK;
+    /* With no direct copies in the level, the copy-engine part may be one bulk copy: a batch
+     * of one gains nothing, and cuMemcpyAsync costs the hook's small constructs less. */
+    if (n > 1 && (driver->form == OMPBATCH_FORM_V13000 || driver->form == OMPBATCH_FORM_V12080)) {
+        CUmemcpyAttributes attr;
+        memset(&attr, 0, sizeof(attr));
+        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        size_t idx = 0, fail = SIZE_MAX;
+        exec->driver_calls++;
+        exec->batch_calls++;
+        if (driver->form == OMPBATCH_FORM_V12080)
+            status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->extra_dsts, exec->extra_srcs,
+                           exec->extra_sizes, n, &attr, &idx, 1, &fail, exec->stream);
+        else
+            status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->extra_dsts, exec->extra_srcs,
+                           exec->extra_sizes, n, &attr, &idx, 1, exec->stream);
+    } else {
+        for (size_t i = 0; i < n && status == OMPBATCH_OK; i++) {
+            exec->driver_calls++;
+            status = OB_CU(driver, cuMemcpyAsync, exec->extra_dsts[i], exec->extra_srcs[i],
+                           exec->extra_sizes[i], exec->stream);
+        }
+    }
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "the staged bulk copy: ");
+    exec->stream_busy = 1;
+    return OMPBATCH_OK;
+}
+
+int ob_staged_finish(ob_exec *exec)
+{
+    int status = ob_staged_flush_extras(exec);
+    if (status == OMPBATCH_OK)
+        status = launch(exec, exec->scatter_table, exec->scatter_count);
+    exec->scatter_count = 0;
+    return status;
+}
+
+void ob_staged_complete(ob_exec *exec)
+{
+    if (exec->move_count > exec->unpack_begin)
+        ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
+                          0);
+    exec->move_count = exec->unpack_begin = 0;
+    ob_staging_release(exec->staging);
+    exec->staging = NULL;
+}
+
+int ob_staged_wait(ob_exec *exec)
+{
+    int status = OMPBATCH_OK;
+    if (exec->stream_busy)
+        status = ob_stream_wait(exec->driver, exec->stream);
+    /* A failed synchronisation leaves the stream in an unknown state; asking again would
+     * report the same error, so the batch stops treating it as busy either way. */
+    exec->stream_busy = 0;
+    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
+    if (status != OMPBATCH_OK)
+        exec->move_count = exec->unpack_begin;
+    if (exec->staging != NULL || exec->move_count > 0) {
+        uint64_t started = ob_phase_start();
+        ob_staged_complete(exec);
+        ob_phase_end(OB_PHASE_UNPACK, started);
+    }
+    return status;
+}

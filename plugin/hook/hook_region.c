@@ -1,0 +1,188 @@
+/* Target regions: whether one is better split into data begin + kernel + data end, and the
+ * kernel arguments the runtime gets then, or for any blocking region whose arrays the mirror
+ * holds: each mapped array as the device address the runtime would have looked up. The
+ * rules follow libomptarget 16's and 19's target() (docs/hook.md, "Target regions"). */
+#include "plugin/hook/hook_region.h"
+
+#include <stdint.h>
+
+#include "plugin/hook/hook_mirror.h"
+#include "plugin/hook/hook_runtime.h"
+
+/* One mapped item of a region as ob_hook_region_splittable sees it. */
+typedef enum region_item {
+    REGION_ITEM_FINE = 0,   /* nothing the hook would batch, nothing that could go wrong */
+    REGION_ITEM_NEW_TO,     /* a new entry whose `to` copy the begin half batches */
+    REGION_ITEM_NEW_FROM,   /* a new entry whose `from` copy the end half batches */
+    REGION_ITEM_NEW_TOFROM,
+    REGION_ITEM_FROM,       /* `always, from` on a present entry: the end half batches it */
+    REGION_ITEM_UNSAFE      /* forward the region as it is */
+} region_item;
+
+/* Items whose begin or end the runtime handles in ways whose failures or side effects the
+ * split would word or order differently: their regions are forwarded as they are. A
+ * pointer-based item that is not a struct member is not one of them: the begin half attaches
+ * its pointer, and the kernel's own begin finds the attachment made with the same value and
+ * writes nothing. */
+#define OB_REGION_UNSAFE_BITS                                                                   \
+    (OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_PRESENT | OB_MAP_MEMBER_OF | OB_MAP_DELETE)
+
+static region_item classify_region_item(int device, const ob_kernel_args *k, uint32_t i)
+{
+    int64_t t = k->arg_types[i];
+    if (t & OB_REGION_UNSAFE_BITS)
+        return REGION_ITEM_UNSAFE;
+    if (k->arg_mappers != NULL && k->arg_mappers[i] != NULL)
+        return REGION_ITEM_UNSAFE;
+    if (k->arg_sizes[i] <= 0)
+        return REGION_ITEM_UNSAFE; /* looked up extended to its base: the runtime's business */
+    uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+    uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
+    ob_mirror_entry *entry = NULL;
+    ob_mirror_found found = ob_mirror_find(device, begin, end, &entry);
+    if (found == OB_MIRROR_PARTIAL)
+        return REGION_ITEM_UNSAFE; /* an explicit extension: the begin half would fail */
+    int from = (t & OB_MAP_FROM) != 0;
+    if (found == OB_MIRROR_INSIDE)
+        return from && (t & OB_MAP_ALWAYS) ? REGION_ITEM_FROM : REGION_ITEM_FINE;
+    /* Not a mapping the hook knows: one the runtime has (made by a construct the hook
+     * forwarded, a global, an associated pointer) may be an extension; absent at both ends,
+     * the begin creates it. */
+    if (ob_globals_overlap(begin, end))
+        return REGION_ITEM_UNSAFE;
+    if (ob_hook_runtime_has((void *)begin, device) ||
+        ob_hook_runtime_has((void *)(end - 1), device))
+        return REGION_ITEM_UNSAFE;
+    int to = (t & OB_MAP_TO) != 0;
+    return to && from ? REGION_ITEM_NEW_TOFROM
+           : to       ? REGION_ITEM_NEW_TO
+           : from     ? REGION_ITEM_NEW_FROM
+                      : REGION_ITEM_FINE;
+}
+
+/* Whether the copies a split would batch pay for its two extra calls into the runtime: two
+ * or more to the device (one batch instead of the runtime's copies one by one), or any from
+ * it (the runtime's copy into pageable memory waits inside the driver, which in its
+ * blocking-sync context costs tens of microseconds; the hook's goes through pinned staging). */
+static int worth_splitting(size_t to, size_t from)
+{
+    return to >= 2 || from >= 1;
+}
+
+int ob_hook_region_splittable(int device, const ob_kernel_args *k)
+{
+    if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
+        k->arg_ptrs == NULL || k->arg_sizes == NULL || k->arg_types == NULL)
+        return 0;
+    /* Most regions map too little to move for a split to pay: a scan of the types answers
+     * that without a look-up. */
+    size_t to_items = 0, from_items = 0;
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            continue;
+        to_items += (t & OB_MAP_TO) != 0;
+        from_items += (t & OB_MAP_FROM) != 0;
+    }
+    if (!worth_splitting(to_items, from_items))
+        return 0;
+    size_t to = 0, from = 0;
+    int unsafe = 0;
+    ob_mirror_kernel_lock();
+    for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
+        if (k->arg_types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            continue;
+        switch (classify_region_item(device, k, i)) {
+        case REGION_ITEM_NEW_TO:
+            to++;
+            break;
+        case REGION_ITEM_NEW_FROM:
+        case REGION_ITEM_FROM:
+            from++;
+            break;
+        case REGION_ITEM_NEW_TOFROM:
+            to++;
+            from++;
+            break;
+        case REGION_ITEM_UNSAFE:
+            unsafe = 1;
+            break;
+        case REGION_ITEM_FINE:
+            break;
+        }
+    }
+    ob_mirror_kernel_unlock();
+    return !unsafe && worth_splitting(to, from);
+}
+
+void ob_hook_region_kernel_types(const ob_kernel_args *k, int64_t *types)
+{
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        types[i] = t & (OB_MAP_PRIVATE | OB_MAP_LITERAL)
+                       ? t
+                       : t & ~(int64_t)(OB_MAP_TO | OB_MAP_FROM | OB_MAP_ALWAYS);
+    }
+}
+
+/* Bits of a mapped item that ask the runtime for more than looking its array up: a copy
+ * (unless the split's halves make it), a struct member, an attachment, a mapper's
+ * components, a return value, a strided item, a deletion. */
+#define OB_DIRECT_REFUSED_BITS                                                                  \
+    (OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_MEMBER_OF | OB_MAP_DELETE |              \
+     OB_MAP_PTR_AND_OBJ)
+
+/* The device address the runtime passes the kernel for item i (its target() adds the item's
+ * base offset to the device address of its begin), or 0 when the item must be left to it. */
+static uintptr_t direct_address(int device, const ob_kernel_args *k, uint32_t i,
+                                int copies_done)
+{
+    int64_t t = k->arg_types[i];
+    if (!(t & OB_MAP_TARGET_PARAM) || (t & OB_DIRECT_REFUSED_BITS))
+        return 0;
+    if (!copies_done && (t & OB_MAP_ALWAYS) && (t & (OB_MAP_TO | OB_MAP_FROM)))
+        return 0;
+    if (k->arg_mappers != NULL && k->arg_mappers[i] != NULL)
+        return 0;
+    if (k->arg_sizes[i] <= 0)
+        return 0;
+    uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+    uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
+    if (end < begin)
+        return 0;
+    ob_mirror_entry *entry = NULL;
+    if (ob_mirror_find(device, begin, end, &entry) != OB_MIRROR_INSIDE ||
+        (entry->dyn == 0 && entry->hold == 0) || entry->device == 0)
+        return 0;
+    /* Without ALWAYS a present entry copies nothing either way: the region's own reference
+     * counts come back to where they were. */
+    uintptr_t device_begin = entry->device + (begin - entry->begin);
+    return device_begin + ((uintptr_t)k->arg_base_ptrs[i] - begin);
+}
+
+int ob_hook_region_direct_args(int device, const ob_kernel_args *k, int copies_done,
+                               void **bases, int64_t *types)
+{
+    if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
+        k->arg_ptrs == NULL || k->arg_sizes == NULL || k->arg_types == NULL)
+        return 0;
+    int direct = 0, refused = 0;
+    ob_mirror_kernel_lock();
+    for (uint32_t i = 0; i < k->num_args && !refused; i++) {
+        int64_t t = k->arg_types[i];
+        bases[i] = k->arg_base_ptrs[i];
+        types[i] = t;
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            continue;
+        uintptr_t address = direct_address(device, k, i, copies_done);
+        if (address == 0) {
+            refused = 1;
+            break;
+        }
+        bases[i] = (void *)address;
+        types[i] = OB_MAP_TARGET_PARAM | OB_MAP_LITERAL | (t & OB_MAP_IMPLICIT);
+        direct++;
+    }
+    ob_mirror_kernel_unlock();
+    return !refused && direct > 0;
+}
