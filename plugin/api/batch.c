@@ -842,7 +842,7 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
 static int wait_and_drop_kept(ompbatch_batch *batch)
 {
     int status = ob_exec_pending(&batch->exec) ? ob_exec_wait(&batch->exec) : OMPBATCH_OK;
-    ob_staged_drop_kept(&batch->exec);
+    ob_exec_release(&batch->exec);
     return status;
 }
 

@@ -71,16 +71,53 @@ typedef struct ob_exec {
     size_t seen_step;
 } ob_exec;
 
+/* A backend: what exec.c calls, in this order, for the steps of one level: prepare for every
+ * step after the level's host steps have run (the staged backend packs and launches its
+ * gather kernel here, so that its bulk copies join the level's batch call), run, then finish
+ * (the staged backend's scatter kernel); complete after the stream is idle (staged unpacks,
+ * staging given back) and release when the batch forgets its plans (kept descriptors). On
+ * failure the thread's message names the copy (as added) at fault. Every entry is set: a
+ * backend with nothing to do in a phase has the no-op below. */
 typedef struct ob_backend_ops {
     const char *name;
-    /* Runs one step; on failure the thread's message names the copy (as added) at fault. */
+    int (*prepare)(ob_exec *exec, const ob_plan *plan, const ob_step *step);
     int (*run)(ob_exec *exec, const ob_plan *plan, const ob_step *step);
+    int (*finish)(ob_exec *exec);
+    void (*complete)(ob_exec *exec);
+    void (*release)(ob_exec *exec);
 } ob_backend_ops;
+
+static inline int ob_backend_no_step(ob_exec *exec, const ob_plan *plan, const ob_step *step)
+{
+    (void)exec, (void)plan, (void)step;
+    return 0;
+}
+
+static inline int ob_backend_no_finish(ob_exec *exec)
+{
+    (void)exec;
+    return 0;
+}
+
+static inline void ob_backend_nothing(ob_exec *exec)
+{
+    (void)exec;
+}
+
+/* A backend that only runs its steps. */
+#define OB_BACKEND_RUN_ONLY(backend_name, run_fn)                                               \
+    {                                                                                           \
+        .name = (backend_name), .prepare = ob_backend_no_step, .run = (run_fn),                 \
+        .finish = ob_backend_no_finish, .complete = ob_backend_nothing,                         \
+        .release = ob_backend_nothing,                                                          \
+    }
 
 extern const ob_backend_ops ob_backend_host;
 extern const ob_backend_ops ob_backend_cuda_batch;
 extern const ob_backend_ops ob_backend_cuda_per_copy;
 /* Large pageable copies, each complete when its step returns (backend_pipelined.c). */
 extern const ob_backend_ops ob_backend_cuda_pipelined;
+/* Small pieces through pinned staging and the copy kernel (backend_staged.c). */
+extern const ob_backend_ops ob_backend_staged;
 
 #endif

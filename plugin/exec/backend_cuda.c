@@ -178,12 +178,7 @@ static int per_copy_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     return OMPBATCH_OK;
 }
 
-const ob_backend_ops ob_backend_cuda_batch = {
-    .name = "cuda-batch",
-    .run = batch_run,
-};
+const ob_backend_ops ob_backend_cuda_batch = OB_BACKEND_RUN_ONLY("cuda-batch", batch_run);
 
-const ob_backend_ops ob_backend_cuda_per_copy = {
-    .name = "cuda-per-copy",
-    .run = per_copy_run,
-};
+const ob_backend_ops ob_backend_cuda_per_copy = OB_BACKEND_RUN_ONLY("cuda-per-copy",
+                                                                    per_copy_run);

@@ -21,7 +21,4 @@ static int host_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     return OMPBATCH_OK;
 }
 
-const ob_backend_ops ob_backend_host = {
-    .name = "host",
-    .run = host_run,
-};
+const ob_backend_ops ob_backend_host = OB_BACKEND_RUN_ONLY("host", host_run);

@@ -210,7 +210,5 @@ static int pipelined_run(ob_exec *exec, const ob_plan *plan, const ob_step *step
     return OMPBATCH_OK;
 }
 
-const ob_backend_ops ob_backend_cuda_pipelined = {
-    .name = "cuda-pipelined",
-    .run = pipelined_run,
-};
+const ob_backend_ops ob_backend_cuda_pipelined = OB_BACKEND_RUN_ONLY("cuda-pipelined",
+                                                                      pipelined_run);

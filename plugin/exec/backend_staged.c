@@ -510,3 +510,13 @@ int ob_staged_wait(ob_exec *exec)
     }
     return status;
 }
+
+/* The staged step does its work in prepare and finish; run has nothing left to do. */
+const ob_backend_ops ob_backend_staged = {
+    .name = "staged",
+    .prepare = ob_staged_prepare,
+    .run = ob_backend_no_step,
+    .finish = ob_staged_finish,
+    .complete = ob_staged_complete,
+    .release = ob_staged_drop_kept,
+};

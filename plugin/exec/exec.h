@@ -15,6 +15,10 @@ int ob_exec_pending(const ob_exec *exec);
  * staged unpacks and gives the staging back. */
 int ob_exec_wait(ob_exec *exec);
 
+/* What the backends keep across runs of the same plan (kept descriptors) is given back; the
+ * device's context is current. */
+void ob_exec_release(ob_exec *exec);
+
 void ob_exec_free(ob_exec *exec);
 
 #endif
