@@ -365,6 +365,14 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     uint64_t region_started = ob_phase_start();
     int result = 0;
     pthread_rwlock_rdlock(&construct_lock);
+    /* Direct first: a region it takes has every item present and no copy to make, so the
+     * split would have nothing to batch; one pass of look-ups decides it. */
+    if (direct_region(rt, loc, device_id, device, num_teams, thread_limit, host_ptr, args,
+                      &result) == 0) {
+        pthread_rwlock_unlock(&construct_lock);
+        ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
+        return result;
+    }
     if (ob_hook_region_splittable(device, args)) {
         pthread_rwlock_unlock(&construct_lock);
         ob_construct c = {.loc = loc, .device_id = device_id, .device = device, .region = 1,
@@ -376,12 +384,6 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
             return result;
         }
         pthread_rwlock_rdlock(&construct_lock);
-    }
-    if (direct_region(rt, loc, device_id, device, num_teams, thread_limit, host_ptr, args,
-                      &result) == 0) {
-        pthread_rwlock_unlock(&construct_lock);
-        ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
-        return result;
     }
     int mappers = ob_hook_kernel_maps(device, args);
     if (mappers)
