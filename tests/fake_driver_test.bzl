@@ -1,4 +1,5 @@
-"""A GoogleTest suite that drives the library through the fake CUDA driver.
+"""The GoogleTest suites' stanzas: unit_test for those that need no driver, fake_driver_test for
+those that drive the library through the fake CUDA driver.
 
 The fake (tests/fake_cuda) is loaded as the library's libcuda; the built-in cost model is used
 (the fake's timings mean nothing) and no cache file is written. Tests of the calibration set
@@ -43,5 +44,17 @@ def fake_driver_test(name, srcs, size = "small", env = {}, data = [], deps = [],
         env = dict(FAKE_DRIVER_ENV, **env),
         linkopts = ["-ldl"],
         deps = FAKE_DRIVER_DEPS + deps,
+        **kwargs
+    )
+
+def unit_test(name, srcs, size = "small", timeout = "short", deps = [], **kwargs):
+    """cc_test `name` of `srcs` for a suite that needs no driver (CPU unit tests)."""
+    cc_test(
+        name = name,
+        size = size,
+        timeout = timeout,
+        srcs = srcs,
+        copts = TEST_COPTS,
+        deps = ["//:ompbatch"] + GTEST_DEPS + deps,
         **kwargs
     )
