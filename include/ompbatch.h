@@ -423,10 +423,14 @@ OMPBATCH_API int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr
 /* Adds a rectangular sub-volume, as omp_target_memcpy_rect describes one: volume[d] elements
  * of element_size bytes in each dimension d (outermost first) of a num_dims-dimensional array,
  * from src (an array of src_dimensions elements, the sub-volume starting at index src_offsets)
- * on src_device_num to dst (dst_dimensions, dst_offsets) on dst_device_num. It adds one copy
- * per contiguous run of the sub-volume on both sides -- a run of the innermost dimension,
- * extended over the inner dimensions the volume covers whole on both sides -- in order,
- * outermost index slowest; the planner then merges, stages or batches them like any copies.
+ * on src_device_num to dst (dst_dimensions, dst_offsets) on dst_device_num. A sub-volume of
+ * 64 or more contiguous runs of at most 16 KiB (a run: the innermost dimension, extended over
+ * the inner dimensions the volume covers whole on both sides), 64 MiB at most, between the
+ * batch's device and the host, is added as one copy: the staged strategy moves it with one
+ * kernel launch (and one bulk copy through pinned staging for pageable host memory). Any
+ * other sub-volume, and this one where the batch cannot stage (OMPBATCH_STRATEGY_DIRECT,
+ * planning disabled, no batch call) or its two sides' spans overlap, goes as one copy per
+ * run, in order, outermost index slowest, which the planner merges, stages or batches.
  * Geometry and pointers are checked before anything is added; device numbers and map_type as
  * in ompbatch_batch_add, at the first run. Messages name the rectangle by the index of its
  * first copy and the dimension at fault ("rect at copy 12: dimension 2: dst offset 30 + volume

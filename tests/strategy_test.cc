@@ -1214,7 +1214,7 @@ TEST(Workers, EveryPartRunsOnce)
     for (size_t at = 0; at < src.size();) {
         size_t n = 1 + (at * 7919) % 300000;
         n = at + n > src.size() ? src.size() - at : n;
-        moves.push_back({&dst[at], &src[at], n});
+        moves.push_back({&dst[at], &src[at], n, nullptr});
         at += n;
     }
     ob_host_moves_run(moves.data(), moves.size(), 0);

@@ -44,6 +44,11 @@ struct ompbatch_batch {
     size_t count;
     size_t added_capacity;
     int replaying;
+    /* Rectangles added whole, in the order added: a key's `rect` names one. Emptied at reset;
+     * a plan with rectangles points into this array and is never reused. */
+    ob_rect *rects;
+    size_t rect_count;
+    size_t rect_capacity;
     /* The added copies spelled out for planning; the plan takes this array over. */
     ob_copy *copies;
     size_t capacity;
@@ -329,7 +334,22 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
             ob_multi_copy earlier = {key->dst, key->src, key->bytes, key->map_type,
                                      key->dst_side == OB_SIDE_DEVICE ? batch->device : host,
                                      key->src_side == OB_SIDE_DEVICE ? batch->device : host};
-            status = batch->multi_ops->add(batch->multi, &earlier);
+            if (key->rect == 0) {
+                status = batch->multi_ops->add(batch->multi, &earlier);
+                continue;
+            }
+            /* A rectangle added whole goes to the devices' batches run by run. */
+            const ob_rect *rect = &batch->rects[key->rect - 1];
+            ob_rect_cursor cursor;
+            uint64_t dst_at, src_at, bytes;
+            ob_rect_seek(rect, 0, &cursor);
+            while (status == OMPBATCH_OK &&
+                   ob_rect_next(rect, &cursor, rect->bytes, &dst_at, &src_at, &bytes)) {
+                earlier.dst = key->dst + (uintptr_t)dst_at;
+                earlier.src = key->src + (uintptr_t)src_at;
+                earlier.bytes = (size_t)bytes;
+                status = batch->multi_ops->add(batch->multi, &earlier);
+            }
         }
         if (status != OMPBATCH_OK) {
             (void)batch->multi_ops->reset(batch->multi);
@@ -394,8 +414,52 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     ob_copy_key *key = next_slot(batch);
     if (key == NULL)
         return OMPBATCH_ERR_NO_MEMORY;
-    *key = (ob_copy_key){(uintptr_t)dst, (uintptr_t)src, bytes, map_type, dst_side, src_side};
+    *key = (ob_copy_key){(uintptr_t)dst, (uintptr_t)src, bytes, map_type, dst_side, src_side,
+                         0, 0};
     batch->count++;
+    return OMPBATCH_OK;
+}
+
+int ob_batch_add_rect_copy(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
+                           int src_device_num, const ob_rect *rect, uint64_t map_type,
+                           int *taken)
+{
+    *taken = 0;
+    int status = check_open(batch);
+    if (status != OMPBATCH_OK)
+        return status;
+    if (batch->multi_active || batch->rect_count >= UINT32_MAX - 1)
+        return OMPBATCH_OK;
+    size_t index = batch->count;
+    ob_side dst_side = OB_SIDE_HOST, src_side = OB_SIDE_HOST;
+    ob_device dst_device, src_device;
+    if ((status = check_map_type(index, map_type)) != OMPBATCH_OK ||
+        (status = check_pointer(index, "dst", dst, (size_t)rect->dst_span)) != OMPBATCH_OK ||
+        (status = check_pointer(index, "src", src, (size_t)rect->src_span)) != OMPBATCH_OK ||
+        (status = resolve_number(batch, index, "dst_device_num", dst_device_num,
+                                 &dst_device)) != OMPBATCH_OK ||
+        (status = resolve_number(batch, index, "src_device_num", src_device_num,
+                                 &src_device)) != OMPBATCH_OK)
+        return status;
+    if (other_gpu(batch, &dst_device) || other_gpu(batch, &src_device))
+        return OMPBATCH_OK;
+    if ((status = side_of(batch, index, "dst_device_num", dst_device_num, &dst_device,
+                          &dst_side)) != OMPBATCH_OK ||
+        (status = side_of(batch, index, "src_device_num", src_device_num, &src_device,
+                          &src_side)) != OMPBATCH_OK)
+        return status;
+    ob_copy_key *key = next_slot(batch);
+    if (key == NULL)
+        return OMPBATCH_ERR_NO_MEMORY;
+    if (ob_grow((void **)&batch->rects, &batch->rect_capacity, batch->rect_count + 1,
+                sizeof(*batch->rects)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot keep %zu rectangles",
+                       batch->rect_count + 1);
+    batch->rects[batch->rect_count++] = *rect;
+    *key = (ob_copy_key){(uintptr_t)dst, (uintptr_t)src, (size_t)rect->bytes, map_type,
+                         dst_side, src_side, 0, (uint32_t)batch->rect_count};
+    batch->count++;
+    *taken = 1;
     return OMPBATCH_OK;
 }
 
@@ -413,8 +477,8 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
         int dst_side = usual_side(batch, dst_device_num);
         int src_side = usual_side(batch, src_device_num);
         if (dst_side >= 0 && src_side >= 0) {
-            ob_copy_key key = {(uintptr_t)dst, (uintptr_t)src,   bytes,
-                               map_type,       (ob_side)dst_side, (ob_side)src_side};
+            ob_copy_key key = {(uintptr_t)dst,  (uintptr_t)src,    bytes, map_type,
+                               (uint8_t)dst_side, (uint8_t)src_side, 0,     0};
             if (batch->replaying) {
                 const ob_copy_key *was = batch->count < batch->current.count
                                              ? &batch->current.keys[batch->count]
@@ -422,7 +486,8 @@ int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, con
                 /* Field by field: memcmp is a library call here, and cost 4x the add. */
                 if (was != NULL && was->dst == key.dst && was->src == key.src &&
                     was->bytes == key.bytes && was->map_type == key.map_type &&
-                    was->dst_side == key.dst_side && was->src_side == key.src_side) {
+                    was->dst_side == key.dst_side && was->src_side == key.src_side &&
+                    was->rect == 0) {
                     batch->count++;
                     return OMPBATCH_OK;
                 }
@@ -490,39 +555,77 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
     return ompbatch_batch_add(batch, host_ptr, OMPBATCH_HOST_DEVICE, first, dev, bytes, map_type);
 }
 
-/* Plans the batch's copies; `take` hands the copies' array to the plan instead of copying it
- * (submit: nothing reads the added copies afterwards, only their count). */
-/* Spells the added copies out into batch->copies for planning. */
-static int expand_added(ompbatch_batch *batch)
+/* Whether a rectangle stays one copy: only the host and staged backends take one whole, so
+ * a batch that cannot stage (planning disabled, the direct strategy, no batch call) sends its
+ * runs; so does a rectangle whose sides' spans overlap, for the planner checks a copy's
+ * sides for overlap by their spans. */
+static int rect_stays_whole(const ob_plan_params *params, const ob_copy_key *key,
+                            const ob_rect *rect)
 {
-    if (batch->count > batch->capacity || batch->copies == NULL) {
-        size_t capacity = batch->count > 64 ? batch->count : 64;
+    if (params->driver != NULL && (params->disabled || params->strategy == OB_STRATEGY_DIRECT ||
+                                   params->form == OMPBATCH_FORM_NONE))
+        return 0;
+    return !(key->dst < key->src + rect->src_span && key->src < key->dst + rect->dst_span);
+}
+
+/* Spells the added copies out into batch->copies for planning; *count_out: how many (a
+ * rectangle not kept whole becomes its runs, each with the rectangle's index). */
+static int expand_added(ompbatch_batch *batch, const ob_plan_params *params, size_t *count_out)
+{
+    size_t needed = batch->count;
+    for (size_t r = 0; r < batch->rect_count; r++)
+        needed += (size_t)batch->rects[r].runs; /* at most; ob_rect_finish counted them */
+    if (needed > batch->capacity || batch->copies == NULL) {
+        size_t capacity = needed > 64 ? needed : 64;
         ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
         if (grown == NULL)
-            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot plan %zu copies", batch->count);
+            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot plan %zu copies", needed);
         batch->copies = grown;
         batch->capacity = capacity;
     }
+    size_t n = 0;
     for (size_t i = 0; i < batch->count; i++) {
         const ob_copy_key *k = &batch->added[i];
-        ob_copy *c = &batch->copies[i];
+        ob_copy *c = &batch->copies[n++];
         c->dst = k->dst;
         c->src = k->src;
         c->bytes = k->bytes;
+        c->rect = NULL;
         c->map_type = k->map_type;
-        c->dst_side = k->dst_side;
-        c->src_side = k->src_side;
+        c->dst_side = (ob_side)k->dst_side;
+        c->src_side = (ob_side)k->src_side;
         c->index = i;
         c->merged = 1;
+        if (k->rect == 0)
+            continue;
+        const ob_rect *rect = &batch->rects[k->rect - 1];
+        if (rect_stays_whole(params, k, rect)) {
+            c->rect = rect;
+            continue;
+        }
+        ob_copy whole = *c;
+        n--;
+        ob_rect_cursor cursor;
+        uint64_t dst_at, src_at, bytes;
+        ob_rect_seek(rect, 0, &cursor);
+        while (ob_rect_next(rect, &cursor, rect->bytes, &dst_at, &src_at, &bytes)) {
+            c = &batch->copies[n++];
+            *c = whole;
+            c->rect = NULL;
+            c->dst = whole.dst + (uintptr_t)dst_at;
+            c->src = whole.src + (uintptr_t)src_at;
+            c->bytes = (size_t)bytes;
+        }
     }
+    *count_out = n;
     return OMPBATCH_OK;
 }
 
+/* Plans the batch's copies; `take` hands the copies' array to the plan instead of copying it
+ * (submit: nothing reads the added copies afterwards, only their count). */
 static int plan_copies(ompbatch_batch *batch, int take)
 {
     int status = settle_keys(batch);
-    if (status == OMPBATCH_OK)
-        status = expand_added(batch);
     if (status != OMPBATCH_OK)
         return status;
     const ob_config *config = ob_config_get();
@@ -559,14 +662,17 @@ static int plan_copies(ompbatch_batch *batch, int take)
     /* The model is built (calibrated) on the first plan that could use it: two or more
      * device copies, or a large one, automatic strategy. */
     if (params.driver != NULL && params.strategy == OB_STRATEGY_AUTO && !params.disabled &&
-        (batch->count > 1 ||
+        (batch->count > 1 || batch->rect_count > 0 ||
          (batch->count == 1 && batch->added[0].bytes >= OB_LONE_STAGED_MIN_BYTES)))
         params.cost = batch->cost_models != NULL ? batch->cost_models(batch->device.ordinal)
                                                  : NULL;
+    size_t count = 0;
+    if ((status = expand_added(batch, &params, &count)) != OMPBATCH_OK)
+        return status;
     if (take)
-        return ob_plan_build_from(&batch->current.plan, &batch->copies, &batch->capacity,
-                                  batch->count, &params);
-    return ob_plan_build(&batch->current.plan, batch->copies, batch->count, &params);
+        return ob_plan_build_from(&batch->current.plan, &batch->copies, &batch->capacity, count,
+                                  &params);
+    return ob_plan_build(&batch->current.plan, batch->copies, count, &params);
 }
 
 static int build_plan(ompbatch_batch *batch)
@@ -575,8 +681,7 @@ static int build_plan(ompbatch_batch *batch)
 }
 
 /* memcmp below compares keys whole: they must have no padding. */
-_Static_assert(sizeof(ob_copy_key) == 4 * sizeof(uint64_t) + 2 * sizeof(ob_side),
-               "ob_copy_key has padding");
+_Static_assert(sizeof(ob_copy_key) == 5 * sizeof(uint64_t), "ob_copy_key has padding");
 
 static int keys_match(const ompbatch_batch *batch)
 {
@@ -693,7 +798,9 @@ static int plan_and_run(ompbatch_batch *batch)
         batch->current.config = ob_config_generation();
         status = plan_copies(batch, 1);
         remember_keys(batch);
-        batch->current.valid = status == OMPBATCH_OK;
+        /* A plan with rectangles points into the batch's rectangles, which the next fill
+         * writes over: it is built again each time. */
+        batch->current.valid = status == OMPBATCH_OK && batch->rect_count == 0;
         ob_phase_end(OB_PHASE_PLAN, started);
     }
     if (status == OMPBATCH_OK) {
@@ -768,6 +875,7 @@ int ompbatch_batch_reset(ompbatch_batch *batch)
         batch->multi_active = 0;
     }
     batch->count = 0;
+    batch->rect_count = 0;
     /* The refill is compared with the plan's copies as it comes (settle_keys). */
     batch->replaying = batch->current.valid && batch->current.count > 0;
     batch->state = BATCH_OPEN;
@@ -882,6 +990,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
     free(batch->current.keys);
     ob_plan_cache_free(&batch->plans);
     free(batch->added);
+    free(batch->rects);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);
     free(batch->copies);

@@ -7,6 +7,7 @@
 
 #include "plugin/cuda/device.h"
 #include "plugin/plan/cost.h"
+#include "plugin/plan/walk.h"
 #include "ompbatch.h"
 
 /* ompbatch_batch_destroy without clearing the thread's message: for cleanup after an earlier
@@ -83,6 +84,13 @@ int ob_batch_check_open(const ompbatch_batch *batch);
 /* How many copies were added since the batch was created or reset: the index the next one
  * takes. The batch must be alive. */
 size_t ob_batch_added(const ompbatch_batch *batch);
+
+/* Adds a rectangle as one copy (walk.h): dst and src are its sides' first bytes. With every
+ * check of ompbatch_batch_add, on the bytes each side spans. *taken is 0 when the batch takes
+ * no rectangle whole (it copies across GPUs): the caller adds its runs one by one. */
+int ob_batch_add_rect_copy(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
+                           int src_device_num, const ob_rect *rect, uint64_t map_type,
+                           int *taken);
 
 /* Drops what the batch learnt about memory and its plan, whatever its state. */
 void ob_batch_forget_memory_now(ompbatch_batch *batch);

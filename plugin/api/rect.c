@@ -1,15 +1,24 @@
-/* Rectangular copies in the manner of omp_target_memcpy_rect: a sub-volume of a
- * multi-dimensional array on each side, added to a batch as one copy per contiguous run (the
- * innermost dimension, and with it every inner dimension copied whole on both sides). The
- * planner then treats the runs like any copies: it merges the adjacent ones and stages or
- * batches the rest. The one-shot form is in memcpy_api.c. */
+/* Rectangular copies in the manner of omp_target_memcpy_rect. A rectangle of many small
+ * contiguous runs goes into the batch as one copy with each side's geometry (walk.h), which
+ * the staged strategy moves with one kernel launch and one bulk copy; any other rectangle is
+ * added as one copy per contiguous run (the innermost dimension, and with it every inner
+ * dimension copied whole on both sides), which the planner merges, stages or batches like any
+ * copies. The one-shot form is in memcpy_api.c. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "plugin/api/batch.h"
 #include "plugin/core/error.h"
+#include "plugin/plan/plan.h"
+#include "plugin/plan/walk.h"
 #include "ompbatch.h"
+
+/* A rectangle goes whole from this many runs, of at most OB_RECT_WHOLE_MAX_RUN bytes each:
+ * fewer runs cost little as copies of their own, and longer ones the copy engine moves as
+ * fast as a kernel. */
+#define OB_RECT_WHOLE_MIN_RUNS 64
+#define OB_RECT_WHOLE_MAX_RUN ((uint64_t)16 << 10)
 
 /* One side's geometry, in elements: where the sub-volume starts in each dimension and how far
  * apart consecutive indices of each dimension lie. */
@@ -109,6 +118,31 @@ int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num
                            "%s: more than %d contiguous runs (dimensions 0 to %d); add the "
                            "rectangle in parts",
                            rect, OMPBATCH_RECT_MAX_RUNS, walked - 1);
+    }
+    uint64_t run_bytes = run * element_size, total = count * run_bytes;
+    if (count >= OB_RECT_WHOLE_MIN_RUNS && run_bytes <= OB_RECT_WHOLE_MAX_RUN &&
+        total <= OB_STAGED_LEVEL_BYTES) {
+        ob_rect whole;
+        uint64_t counts[OMPBATCH_RECT_MAX_DIMS], dst_strides[OMPBATCH_RECT_MAX_DIMS],
+            src_strides[OMPBATCH_RECT_MAX_DIMS];
+        for (int d = 0; d < num_dims; d++) {
+            counts[d] = volume[d];
+            dst_strides[d] = to.stride[d] * element_size;
+            src_strides[d] = from.stride[d] * element_size;
+        }
+        ob_walk_build(element_size, num_dims, counts, dst_strides, &whole.dst);
+        ob_walk_build(element_size, num_dims, counts, src_strides, &whole.src);
+        ob_rect_finish(&whole, total, count);
+        uint64_t zero[OMPBATCH_RECT_MAX_DIMS] = {0};
+        int taken = 0;
+        status = ob_batch_add_rect_copy(
+            batch, (void *)address(&to, num_dims, dst_offsets, zero, element_size),
+            dst_device_num, (const void *)address(&from, num_dims, src_offsets, zero, element_size),
+            src_device_num, &whole, map_type, &taken);
+        if (status != OMPBATCH_OK)
+            return ob_fail_context(status, "%s: ", rect);
+        if (taken)
+            return OMPBATCH_OK;
     }
     /* Dimensions [0, walked) are walked index by index, dimension `walked` starts each run. */
     uint64_t index[OMPBATCH_RECT_MAX_DIMS] = {0};

@@ -17,4 +17,31 @@ typedef struct ob_piece {
 
 #define OB_COPY_PIECES_KERNEL "ob_copy_pieces"
 
+/* The rectangle kernel's geometry: keep in step with copy_pieces.cu. A walk lays a compact
+ * byte offset x out in memory: with q = x / run, the byte lies at
+ *   (x mod run) + sum over d of ((q / (count[0] * ... * count[d-1])) mod count[d]) * stride[d]
+ * from the side's first byte, dimension 0 the innermost walked one. dims 0: contiguous. */
+#define OB_WALK_MAX_DIMS 16
+
+typedef struct ob_walk {
+    uint64_t run;    /* bytes contiguous in memory */
+    uint64_t dims;   /* walked dimensions, 0 to OB_WALK_MAX_DIMS */
+    uint64_t count[OB_WALK_MAX_DIMS];
+    uint64_t stride[OB_WALK_MAX_DIMS]; /* bytes between consecutive indices */
+} ob_walk;
+
+/* One launch of the rectangle kernel, passed by value: `bytes` compact bytes from src's walk
+ * to dst's, in units of `unit` bytes (1, 2, 4, 8 or 16; every address a unit touches is
+ * aligned to it and no run is cut inside one). */
+typedef struct ob_rect_piece {
+    uint64_t dst;
+    uint64_t src;
+    uint64_t bytes;
+    uint64_t unit;
+    ob_walk dst_walk;
+    ob_walk src_walk;
+} ob_rect_piece;
+
+#define OB_COPY_RECT_KERNEL "ob_copy_rect"
+
 #endif

@@ -11,11 +11,13 @@
 #include "plugin/plan/plan.h"
 
 /* A host-side copy of the staged strategy: a pack before submit returns, an unpack at the
- * wait. */
+ * wait. `walk` (NULL: contiguous) lays out the side that is not staging, a rectangle's: the
+ * source of a pack, the destination of an unpack; `bytes` are compact. */
 typedef struct ob_host_move {
     void *dst;
     const void *src;
     size_t bytes;
+    const ob_walk *walk;
 } ob_host_move;
 
 /* Counters of the staged strategy, added up over a submit. */
@@ -55,6 +57,10 @@ typedef struct ob_exec {
     size_t move_count;
     size_t move_capacity;
     CUfunction kernel;         /* the copy kernel of the device, loaded by prepare */
+    CUfunction rect_kernel;    /* and its rectangle kernel */
+    ob_rect_piece *rect_scatters; /* rectangles finish launches, after the bulk copy */
+    size_t rect_scatter_count;
+    size_t rect_scatter_capacity;
     CUdeviceptr scatter_table; /* descriptors finish launches with */
     size_t scatter_count;
     size_t unpack_begin;       /* moves[unpack_begin, move_count) wait for the stream */

@@ -167,12 +167,23 @@ static int per_copy_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     const ob_driver *driver = exec->driver;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *copy = &plan->copies[i];
-        exec->driver_calls++;
-        int status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)copy->dst,
-                           (CUdeviceptr)copy->src, copy->bytes, exec->stream);
-        if (status != OMPBATCH_OK)
-            return describe_failure(status, plan, step, i - step->begin);
-        exec->stream_busy = 1;
+        /* A rectangle comes here only when its staged step could not stage: run by run. */
+        ob_rect_cursor cursor;
+        uint64_t dst_at = 0, src_at = 0, bytes = copy->bytes;
+        if (copy->rect != NULL) {
+            ob_rect_seek(copy->rect, 0, &cursor);
+            if (!ob_rect_next(copy->rect, &cursor, copy->bytes, &dst_at, &src_at, &bytes))
+                bytes = 0;
+        }
+        do {
+            exec->driver_calls++;
+            int status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)(copy->dst + dst_at),
+                               (CUdeviceptr)(copy->src + src_at), (size_t)bytes, exec->stream);
+            if (status != OMPBATCH_OK)
+                return describe_failure(status, plan, step, i - step->begin);
+            exec->stream_busy = 1;
+        } while (copy->rect != NULL &&
+                 ob_rect_next(copy->rect, &cursor, copy->bytes, &dst_at, &src_at, &bytes));
         exec->done++;
     }
     return OMPBATCH_OK;

@@ -3,6 +3,11 @@
 #include "plugin/exec/backend.h"
 #include "plugin/exec/backend_staged.h"
 
+static void copy_plain(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+}
+
 /* Host copies run on the calling thread at submit. Device work of earlier levels, or an
  * earlier asynchronous copy into pinned memory on this stream (perhaps from another batch),
  * must land first, so a device batch always synchronises its stream here. */
@@ -15,7 +20,11 @@ static int host_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         return status;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *copy = &plan->copies[i];
-        memcpy((void *)copy->dst, (const void *)copy->src, copy->bytes);
+        if (copy->rect != NULL)
+            ob_walk_copy((void *)copy->dst, &copy->rect->dst, (const void *)copy->src,
+                         &copy->rect->src, 0, copy->bytes, copy_plain);
+        else
+            memcpy((void *)copy->dst, (const void *)copy->src, copy->bytes);
         exec->done++;
     }
     return OMPBATCH_OK;

@@ -130,7 +130,7 @@ static int to_device(pipe *p, const ob_copy *c, size_t *offset)
         int status = slot_wait(p, slot);
         if (status != OMPBATCH_OK)
             return status;
-        ob_host_move pack = {slot_host(p, slot), (const void *)(c->src + at), n};
+        ob_host_move pack = {slot_host(p, slot), (const void *)(c->src + at), n, NULL};
         ob_host_moves_run(&pack, 1, 1);
         status = slot_copy(p, slot, (CUdeviceptr)(c->dst + at),
                            (CUdeviceptr)(uintptr_t)slot_host(p, slot), n);
@@ -155,7 +155,8 @@ static int from_device(pipe *p, const ob_copy *c, size_t *offset)
         *offset = at;
         if ((status = slot_wait(p, slot)) != OMPBATCH_OK)
             break;
-        ob_host_move unpack = {(void *)(c->dst + at), slot_host(p, slot), chunk_bytes(c, at)};
+        ob_host_move unpack = {(void *)(c->dst + at), slot_host(p, slot), chunk_bytes(c, at),
+                              NULL};
         ob_host_moves_run(&unpack, 1, 0);
         if (next < chunks) {
             *offset = next * OB_PIPE_CHUNK;

@@ -7,6 +7,7 @@
  *      gathered bytes to pinned staging;
  *   4. kernel: scatter from device staging to the destinations;
  *   5. at the wait: unpack gathered bytes into their destinations, give the staging back. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,10 @@ typedef enum kernel_state { KERNEL_UNKNOWN = 0, KERNEL_READY, KERNEL_UNAVAILABLE
 static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
 static kernel_state kernel_states[OB_MAX_DEVICES];
 static CUfunction kernel_functions[OB_MAX_DEVICES];
+static CUfunction rect_functions[OB_MAX_DEVICES];
 
-/* The device's context is current. */
-static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
+/* Loads the module's two kernels; the device's context is current. */
+static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out, CUfunction *rect)
 {
     if (ordinal < 0 || ordinal >= OB_MAX_DEVICES)
         return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: no copy kernel past %d devices",
@@ -67,6 +69,9 @@ static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
             status = OB_CU(driver, cuModuleGetFunction, &kernel_functions[ordinal], module,
                            OB_COPY_PIECES_KERNEL);
         }
+        if (status == OMPBATCH_OK)
+            status = OB_CU(driver, cuModuleGetFunction, &rect_functions[ordinal], module,
+                           OB_COPY_RECT_KERNEL);
         kernel_states[ordinal] = status == OMPBATCH_OK ? KERNEL_READY : KERNEL_UNAVAILABLE;
         if (status != OMPBATCH_OK)
             ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
@@ -76,6 +81,7 @@ static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out)
                          ordinal);
     }
     *out = kernel_functions[ordinal];
+    *rect = rect_functions[ordinal];
     pthread_mutex_unlock(&kernel_lock);
     return status;
 }
@@ -104,6 +110,42 @@ static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
     return OMPBATCH_OK;
 }
 
+/* One rectangle in one launch (copy_pieces.cu): its geometry travels as the parameter. */
+static int launch_rect(ob_exec *exec, const ob_rect_piece *piece)
+{
+    uint64_t units = piece->bytes / piece->unit;
+    uint64_t wanted = (units + OB_KERNEL_THREADS - 1) / OB_KERNEL_THREADS;
+    unsigned int blocks = wanted < OB_KERNEL_MAX_BLOCKS ? (unsigned int)wanted
+                                                        : OB_KERNEL_MAX_BLOCKS;
+    void *params[] = {(void *)piece};
+    int status = OB_CU(exec->driver, cuLaunchKernel, exec->rect_kernel, blocks, 1, 1,
+                       OB_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+    if (status != OMPBATCH_OK)
+        return ob_fail_context(status, "the rectangle kernel (%" PRIu64 " bytes): ",
+                               piece->bytes);
+    exec->stream_busy = 1;
+    exec->staged.kernel_launches++;
+    exec->staged.paths |= OMPBATCH_PATH_KERNEL;
+    return OMPBATCH_OK;
+}
+
+/* The launch of a rectangle between two addresses the GPU reaches; a NULL walk is compact. */
+static ob_rect_piece rect_piece(const ob_rect *rect, uint64_t dst, const ob_walk *dst_walk,
+                                uint64_t src, const ob_walk *src_walk)
+{
+    ob_rect_piece piece;
+    memset(&piece, 0, sizeof(piece));
+    piece.dst = dst;
+    piece.src = src;
+    piece.bytes = rect->bytes;
+    if (dst_walk != NULL)
+        piece.dst_walk = *dst_walk;
+    if (src_walk != NULL)
+        piece.src_walk = *src_walk;
+    piece.unit = ob_rect_unit(rect, dst, src);
+    return piece;
+}
+
 /* ---- host moves ------------------------------------------------------------------------ */
 
 typedef struct move_job {
@@ -111,12 +153,25 @@ typedef struct move_job {
     const size_t *starts; /* starts[i]: bytes of the moves before move i */
     size_t count;
     size_t total;
+    int into_staging;
     void (*copy)(void *, const void *, size_t);
 } move_job;
 
 static void copy_plain(void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
+}
+
+/* Compact bytes [begin, end) of a move. */
+static void move_range(const ob_host_move *m, size_t begin, size_t end, int into_staging,
+                       void (*copy)(void *, const void *, size_t))
+{
+    if (m->walk == NULL)
+        copy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
+    else if (into_staging)
+        ob_walk_copy(m->dst, NULL, m->src, m->walk, begin, end, copy);
+    else
+        ob_walk_copy(m->dst, m->walk, m->src, NULL, begin, end, copy);
 }
 
 /* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
@@ -140,7 +195,7 @@ static void move_part(void *arg, size_t part, size_t parts)
         size_t begin = from > at ? from - at : 0;
         size_t end = to - at < m->bytes ? to - at : m->bytes;
         if (begin < end)
-            job->copy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
+            move_range(m, begin, end, job->into_staging, job->copy);
     }
 }
 
@@ -160,12 +215,12 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging
                          : NULL;
     if (starts == NULL) {
         for (size_t i = 0; i < count; i++)
-            copy(moves[i].dst, moves[i].src, moves[i].bytes);
+            move_range(&moves[i], 0, moves[i].bytes, into_staging, copy);
         return;
     }
     for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
         starts[i] = at;
-    move_job job = {moves, starts, count, total, copy};
+    move_job job = {moves, starts, count, total, into_staging, copy};
     ob_workers_run(move_part, &job, parts);
     free(starts);
 }
@@ -218,6 +273,7 @@ typedef struct layout {
     size_t packs;          /* copies packed by the CPU */
     size_t gathers;        /* copies unpacked by the CPU at the wait */
     size_t in_place;       /* copies the first kernel moves between their own addresses */
+    size_t rects;          /* of all these, rectangles (one launch each) */
     size_t first_pieces;   /* in-place and gather descriptors */
     size_t second_pieces;  /* scatter descriptors */
     size_t pack_bytes;
@@ -233,6 +289,21 @@ static void measure(const ob_plan *plan, const ob_step *step, layout *out)
     out->chunk = chunk_for(out->total);
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
+        if (c->rect != NULL) {
+            out->rects++;
+            if (c->stage_how == OB_STAGE_PACK) {
+                out->packs++;
+                place(&out->pack_bytes, 0, c->bytes);
+                if (c->attr.srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
+                    out->pack_in_stream_order = 1;
+            } else if (c->stage_how == OB_STAGE_GATHER) {
+                out->gathers++;
+                place(&out->gather_bytes, 0, c->bytes);
+            } else {
+                out->in_place++;
+            }
+            continue;
+        }
         switch (c->stage_how) {
         case OB_STAGE_PACK:
             out->packs++;
@@ -335,7 +406,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     int status = OMPBATCH_OK;
     exec->extra_count = 0;
     exec->scatter_count = 0;
-    if (load_kernel(driver, exec->ordinal, &exec->kernel) != OMPBATCH_OK)
+    exec->rect_scatter_count = 0;
+    if (load_kernel(driver, exec->ordinal, &exec->kernel, &exec->rect_kernel) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     size_t step_at = (size_t)(step - plan->steps);
     if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&
@@ -354,6 +426,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         return run_direct(exec, plan, step);
     if ((status = reserve_moves(exec, lay.packs + lay.gathers)) != OMPBATCH_OK)
         return status;
+    if (ob_grow((void **)&exec->rect_scatters, &exec->rect_scatter_capacity, lay.rects,
+                sizeof(*exec->rect_scatters)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu rectangle launches",
+                       lay.rects);
     /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
      * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
      * mapped at its host address under unified addressing); the scatter's table travels to the
@@ -368,7 +444,11 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     /* A step whose first kernel would move one gather piece alone: the copy engine reads the
      * piece straight into pinned staging instead, and no kernel is launched for it (a launch
      * costs more than the copy of one small piece). */
-    int lone_gather = lay.gathers == 1 && lay.in_place == 0;
+    int lone_gather = lay.gathers == 1 && lay.in_place == 0 && lay.rects == 0;
+    /* exec->rect_scatters holds the step's rectangle launches: the scatters finish launches
+     * from the front, the gathers and in-place ones launched after the first kernel from the
+     * back (index lay.rects - 1 first). */
+    size_t first_rects = 0;
     size_t lone_at = 0;
     CUdeviceptr lone_src = 0;
     /* Packs first, then the unpacks, each in the order its pieces were placed. */
@@ -377,11 +457,38 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t u = exec->unpack_begin;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
+        const ob_rect *r = c->rect;
         size_t at;
+        if (r != NULL) {
+            switch (c->stage_how) {
+            case OB_STAGE_PACK:
+                at = place(&pack_cursor, 0, c->bytes);
+                exec->moves[packs++] =
+                    (ob_host_move){pack_host + at, (const void *)c->src, c->bytes, &r->src};
+                exec->rect_scatters[exec->rect_scatter_count++] =
+                    rect_piece(r, c->dst, &r->dst, pack_device + at, NULL);
+                break;
+            case OB_STAGE_GATHER:
+                at = place(&gather_cursor, 0, c->bytes);
+                exec->rect_scatters[lay.rects - 1 - first_rects++] =
+                    rect_piece(r, gather_device + at, NULL, c->src, &r->src);
+                exec->moves[u++] =
+                    (ob_host_move){(void *)c->dst, gather_host + at, c->bytes, &r->dst};
+                break;
+            case OB_STAGE_IN_PLACE:
+                exec->rect_scatters[lay.rects - 1 - first_rects++] =
+                    rect_piece(r, (uint64_t)((intptr_t)c->dst + c->dst_mem.device_offset),
+                               &r->dst, (uint64_t)((intptr_t)c->src + c->src_mem.device_offset),
+                               &r->src);
+                break;
+            }
+            continue;
+        }
         switch (c->stage_how) {
         case OB_STAGE_PACK:
             at = place(&pack_cursor, c->dst, c->bytes);
-            exec->moves[packs++] = (ob_host_move){pack_host + at, (const void *)c->src, c->bytes};
+            exec->moves[packs++] =
+                (ob_host_move){pack_host + at, (const void *)c->src, c->bytes, NULL};
             add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes,
                        lay.chunk);
             break;
@@ -394,7 +501,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                 add_pieces(first, &n_first, (uintptr_t)(gather_device + at), c->src, c->bytes,
                            lay.chunk);
             }
-            exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes};
+            exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes, NULL};
             break;
         case OB_STAGE_IN_PLACE:
             add_pieces(first, &n_first, (uintptr_t)((intptr_t)c->dst + c->dst_mem.device_offset),
@@ -412,7 +519,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     }
     if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
         return status;
-    if (lay.packs == 0 && lay.gathers == 0)
+    for (size_t k = 0; k < first_rects; k++)
+        if ((status = launch_rect(exec, &exec->rect_scatters[lay.rects - 1 - k])) != OMPBATCH_OK)
+            return status;
+    if (lay.packs == 0 && lay.gathers == 0 && lay.rects == 0)
         keep_table(exec, plan->generation, step_at, first, n_first, lay.total);
     /* From here the unpacks are owed at the wait. */
     exec->move_count = u;
@@ -478,7 +588,10 @@ int ob_staged_finish(ob_exec *exec)
     int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
         status = launch(exec, exec->scatter_table, exec->scatter_count);
+    for (size_t k = 0; k < exec->rect_scatter_count && status == OMPBATCH_OK; k++)
+        status = launch_rect(exec, &exec->rect_scatters[k]);
     exec->scatter_count = 0;
+    exec->rect_scatter_count = 0;
     return status;
 }
 

@@ -1144,7 +1144,7 @@ void ob_hook_end(const ob_construct *c)
          * removed the entry. */
         if ((it->type & OB_MAP_ALWAYS) || !ob_hook_runtime_has((void *)it->begin, c->device))
             moves[done++] = (ob_host_move){(void *)it->begin, staging + it->staging,
-                                           (size_t)(it->end - it->begin)};
+                                           (size_t)(it->end - it->begin), NULL};
         else
             it->why = OB_REASON_STILL_MAPPED;
     }

@@ -8,6 +8,7 @@
 
 #include "plugin/cuda/driver_api.h"
 #include "plugin/cuda/memkind.h"
+#include "plugin/plan/walk.h"
 
 /* Where a side of a copy lives, as the caller named it. */
 typedef enum ob_side { OB_SIDE_HOST = 0, OB_SIDE_DEVICE = 1 } ob_side;
@@ -50,15 +51,20 @@ typedef struct ob_copy_key {
     uintptr_t src;
     size_t bytes;
     uint64_t map_type;
-    ob_side dst_side;
-    ob_side src_side;
+    uint8_t dst_side;  /* ob_side */
+    uint8_t src_side;
+    uint16_t reserved; /* 0 */
+    uint32_t rect;     /* 0, or 1 + the index of the batch's rectangle this copy is */
 } ob_copy_key;
 
-/* The API fills the fields up to `merged`; planning fills the rest. */
+/* The API fills the fields up to `merged`; planning fills the rest. A rectangle (`rect` not
+ * NULL) is one copy of `bytes` compact bytes whose sides start at dst and src and walk as
+ * rect says; it is never merged, and only the host and staged backends take it whole. */
 typedef struct ob_copy {
     uintptr_t dst;
     uintptr_t src;
     size_t bytes;
+    const ob_rect *rect;
     uint64_t map_type;
     ob_side dst_side;
     ob_side src_side;
@@ -73,5 +79,16 @@ typedef struct ob_copy {
     ob_stage_how stage_how; /* OB_ROUTE_STAGED only */
     CUmemcpyAttributes attr;
 } ob_copy;
+
+/* The bytes a copy's side spans from its first byte. */
+static inline size_t ob_copy_dst_extent(const ob_copy *copy)
+{
+    return copy->rect != NULL ? (size_t)copy->rect->dst_span : copy->bytes;
+}
+
+static inline size_t ob_copy_src_extent(const ob_copy *copy)
+{
+    return copy->rect != NULL ? (size_t)copy->rect->src_span : copy->bytes;
+}
 
 #endif

@@ -23,7 +23,7 @@ static int obviously_one_level(const ob_copy *copies, size_t count)
     for (size_t i = 0; i < count; i++) {
         dst_classes |= memory_class(&copies[i].dst_mem);
         src_classes |= memory_class(&copies[i].src_mem);
-        if (i > 0 && copies[i].dst < copies[i - 1].dst + copies[i - 1].bytes)
+        if (i > 0 && copies[i].dst < copies[i - 1].dst + ob_copy_dst_extent(&copies[i - 1]))
             return 0;
     }
     return (dst_classes & src_classes) == 0;
@@ -64,7 +64,7 @@ static int collect(const ob_copy *copies, size_t count, int dst, uintptr_t *buff
     uintptr_t *starts = buffer, *ends = buffer + count;
     for (size_t i = 0; i < count; i++) {
         starts[i] = dst ? copies[i].dst : copies[i].src;
-        ends[i] = starts[i] + copies[i].bytes;
+        ends[i] = starts[i] + (dst ? ob_copy_dst_extent(&copies[i]) : ob_copy_src_extent(&copies[i]));
     }
     size_t s = sort_unique(starts, count), e = sort_unique(ends, count);
     out->allocated = s + e;
@@ -233,7 +233,7 @@ static void tree_sweep(ob_copy *copies, size_t count, tree *dsts, tree *srcs,
     uint32_t levels = 0;
     for (size_t j = 0; j < count; j++) {
         ob_copy *c = &copies[j];
-        uintptr_t dst_end = c->dst + c->bytes, src_end = c->src + c->bytes;
+        uintptr_t dst_end = c->dst + ob_copy_dst_extent(c), src_end = c->src + ob_copy_src_extent(c);
         size_t d0 = 0, d1 = 0, s0 = 0, s1 = 0, x0 = 0, x1 = 0, y0 = 0, y1 = 0;
         int own_dst = segments_of(dsts, c->dst, dst_end, dst_in_dsts, &d0, &d1);
         int own_src = segments_of(srcs, c->src, src_end, src_in_srcs, &s0, &s1);
@@ -356,8 +356,10 @@ static int find_pairs(const ob_copy *copies, const span *dsts, const span *srcs,
         if (status == OMPBATCH_OK)
             status = room_for_one((void **)&open, &open_capacity, open_count, sizeof(*open));
         if (status == OMPBATCH_OK)
-            open[open_count++] = (open_span){cur->start + copies[cur->copy].bytes, cur->copy,
-                                             cur->is_dst};
+            open[open_count++] = (open_span){
+                cur->start + (cur->is_dst ? ob_copy_dst_extent(&copies[cur->copy])
+                                          : ob_copy_src_extent(&copies[cur->copy])),
+                cur->copy, cur->is_dst};
     }
     free(open);
     return status;

@@ -28,7 +28,7 @@ static int ranges_overlap(uintptr_t a, size_t a_bytes, uintptr_t b, size_t b_byt
 /* ---- classification and validation ------------------------------------------------------ */
 
 static int check_side(const ob_plan_params *params, const ob_copy *copy, const char *name,
-                      uintptr_t ptr, ob_side side, const ob_mem_info *mem)
+                      uintptr_t ptr, size_t extent, ob_side side, const ob_mem_info *mem)
 {
     int ordinal = params->attrs.device_ordinal;
     if (side == OB_SIDE_DEVICE && mem->kind != OB_MEM_MANAGED &&
@@ -42,11 +42,11 @@ static int check_side(const ob_plan_params *params, const ob_copy *copy, const c
                             "%s %#" PRIxPTR " is device memory of device %d, but its device "
                             "number names the host",
                             name, ptr, mem->ordinal);
-    if (mem->range_size > 0 && copy->bytes > mem->range_start + mem->range_size - ptr)
+    if (mem->range_size > 0 && extent > mem->range_start + mem->range_size - ptr)
         return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
                             "%s %#" PRIxPTR " + %zu bytes runs past the end of its "
                             "allocation (%#" PRIxPTR " + %zu bytes)",
-                            name, ptr, copy->bytes, mem->range_start, mem->range_size);
+                            name, ptr, extent, mem->range_start, mem->range_size);
     return OMPBATCH_OK;
 }
 
@@ -69,7 +69,7 @@ static int check_memcpy_side(const ob_copy *copy, const char *name, uintptr_t pt
 
 static int check_self_overlap(const ob_copy *copy)
 {
-    if (ranges_overlap(copy->dst, copy->bytes, copy->src, copy->bytes))
+    if (ranges_overlap(copy->dst, ob_copy_dst_extent(copy), copy->src, ob_copy_src_extent(copy)))
         return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, copy->index,
                             "source %#" PRIxPTR " and destination %#" PRIxPTR
                             " overlap (%zu bytes)",
@@ -92,8 +92,9 @@ static int inside(const ob_mem_info *mem, uintptr_t ptr, size_t bytes)
 static int classify_like(const ob_copy *prev, ob_copy *copy)
 {
     if (prev == NULL || prev->map_type != copy->map_type || prev->dst_side != copy->dst_side ||
-        prev->src_side != copy->src_side || !inside(&prev->dst_mem, copy->dst, copy->bytes) ||
-        !inside(&prev->src_mem, copy->src, copy->bytes))
+        prev->src_side != copy->src_side ||
+        !inside(&prev->dst_mem, copy->dst, ob_copy_dst_extent(copy)) ||
+        !inside(&prev->src_mem, copy->src, ob_copy_src_extent(copy)))
         return 0;
     copy->dst_mem = prev->dst_mem;
     copy->src_mem = prev->src_mem;
@@ -114,11 +115,11 @@ static void trusted_device(const ob_plan_params *params, uintptr_t ptr, size_t b
     out->range_size = bytes;
 }
 
-static int classify_side(const ob_plan_params *params, const ob_copy *copy, uintptr_t ptr,
+static int classify_side(const ob_plan_params *params, uintptr_t ptr, size_t extent,
                          ob_side side, ob_mem_info *out)
 {
     if (params->trust_device_sides && params->driver != NULL && side == OB_SIDE_DEVICE) {
-        trusted_device(params, ptr, copy->bytes, out);
+        trusted_device(params, ptr, extent, out);
         return OMPBATCH_OK;
     }
     return ob_mem_classify(params->driver != NULL ? params->driver : params->host_driver,
@@ -127,15 +128,16 @@ static int classify_side(const ob_plan_params *params, const ob_copy *copy, uint
 
 static int classify(const ob_plan_params *params, ob_copy *copy)
 {
-    int status = classify_side(params, copy, copy->dst, copy->dst_side, &copy->dst_mem);
+    size_t dst_extent = ob_copy_dst_extent(copy), src_extent = ob_copy_src_extent(copy);
+    int status = classify_side(params, copy->dst, dst_extent, copy->dst_side, &copy->dst_mem);
     if (status == OMPBATCH_OK)
-        status = classify_side(params, copy, copy->src, copy->src_side, &copy->src_mem);
+        status = classify_side(params, copy->src, src_extent, copy->src_side, &copy->src_mem);
     if (status != OMPBATCH_OK)
         return ob_fail_in_copy(status, copy->index);
     if (params->driver != NULL) {
-        if ((status = check_side(params, copy, "dst", copy->dst, copy->dst_side,
+        if ((status = check_side(params, copy, "dst", copy->dst, dst_extent, copy->dst_side,
                                  &copy->dst_mem)) != OMPBATCH_OK ||
-            (status = check_side(params, copy, "src", copy->src, copy->src_side,
+            (status = check_side(params, copy, "src", copy->src, src_extent, copy->src_side,
                                  &copy->src_mem)) != OMPBATCH_OK)
             return status;
     } else if (params->host_driver != NULL) {
@@ -212,7 +214,7 @@ static int same_allocation(const ob_mem_info *a, const ob_mem_info *b)
  * same; merged copies must stay inside one allocation per side for the driver. */
 static int can_merge(const ob_copy *a, const ob_copy *b)
 {
-    return a->level == b->level && a->category == b->category &&
+    return a->rect == NULL && b->rect == NULL && a->level == b->level && a->category == b->category &&
            a->dst_side == b->dst_side && a->src_side == b->src_side &&
            ob_attrs_equal(&a->attr, &b->attr) && a->dst + a->bytes == b->dst &&
            a->src + a->bytes == b->src && same_allocation(&a->dst_mem, &b->dst_mem) &&
@@ -310,7 +312,8 @@ static ob_stage_how stage_how(const ob_plan_params *params, const ob_copy *copy)
 static int pipelines(const ob_plan_params *params, const ob_copy *copy)
 {
     const ob_driver *driver = params->driver;
-    return (copy->category == OB_CAT_H2D_PAGEABLE || copy->category == OB_CAT_D2H_PAGEABLE) &&
+    return copy->rect == NULL &&
+           (copy->category == OB_CAT_H2D_PAGEABLE || copy->category == OB_CAT_D2H_PAGEABLE) &&
            copy->bytes >= OB_PIPELINE_MIN_BYTES && driver->fn.cuEventCreate != NULL &&
            driver->fn.cuEventRecord != NULL && driver->fn.cuEventQuery != NULL &&
            driver->fn.cuEventDestroy != NULL && !ob_workers_late();
@@ -348,6 +351,8 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     double d = 0.0, s = 0.0;
     for (size_t i = begin; i < end; i++) {
         ob_copy *c = &copies[i];
+        if (c->rect != NULL)
+            continue; /* staged already (choose_strategies) */
         c->stage_how = stage_how(params, c);
         if (!decision.forced && pipelines(params, c)) {
             c->route = OB_ROUTE_PIPELINED;
@@ -382,7 +387,7 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
                                      decision.staged_us < decision.direct_us);
     if (!go) {
         for (size_t i = begin; i < end; i++)
-            if (copies[i].route == OB_ROUTE_STAGED)
+            if (copies[i].route == OB_ROUTE_STAGED && copies[i].rect == NULL)
                 copies[i].route = direct_route;
         decision.staged = 0;
     } else {
@@ -399,6 +404,15 @@ static int choose_strategies(ob_plan *plan, const ob_plan_params *params)
         return OMPBATCH_OK;
     if (params->cost != NULL)
         plan->cost_source = params->cost->source;
+    /* A rectangle kept whole is staged, whatever its memory: one kernel walks it, where the
+     * other backends would need a copy per run (the host's own copies walk it on the host). */
+    for (size_t i = 0; i < plan->count; i++) {
+        ob_copy *c = &plan->copies[i];
+        if (c->rect != NULL && c->route != OB_ROUTE_HOST) {
+            c->route = OB_ROUTE_STAGED;
+            c->stage_how = stage_how(params, c);
+        }
+    }
     size_t begin = 0, level_bytes = 0;
     while (begin < plan->count) {
         size_t end = begin;
@@ -546,7 +560,7 @@ static int plan_added(ob_plan *plan, size_t count, const ob_plan_params *params)
         if ((status = check_self_overlap(&plan->copies[plan->count++])) != OMPBATCH_OK)
             goto fail;
     }
-    if (params->driver != NULL && plan->count == 1 &&
+    if (params->driver != NULL && plan->count == 1 && plan->copies[0].rect == NULL &&
         (plan->copies[0].bytes < OB_LONE_STAGED_MIN_BYTES || params->disabled ||
          params->strategy == OB_STRATEGY_DIRECT) &&
         !lone_may_bounce(params, &plan->copies[0])) {
@@ -698,6 +712,10 @@ size_t ob_plan_describe(const ob_plan *plan, char *buf, size_t size)
                 c->dst, ob_mem_kind_name(c->dst_mem.kind));
             if (c->route == OB_ROUTE_STAGED)
                 put(&t, ", %s", ob_stage_how_name(c->stage_how));
+            if (c->rect != NULL)
+                put(&t, ", rectangle of %" PRIu64 " runs (spans %" PRIu64 " -> %" PRIu64
+                        " bytes)",
+                    c->rect->runs, c->rect->src_span, c->rect->dst_span);
             put(&t, "\n");
         }
     }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "plugin/cuda/driver_api.h"
+#include "plugin/cuda/kernels.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
@@ -94,6 +95,9 @@ struct op {
      * descriptors {dst, src, bytes} (3 x u64) at pieces, read when the kernel runs. */
     const uint64_t *pieces;
     unsigned int piece_count;
+    /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch. */
+    bool is_rect;
+    ob_rect_piece rect;
 };
 
 /* The one module and function the fake knows, plugin/cuda/kernels/copy_pieces.cu's ob_copy_pieces,
@@ -107,6 +111,7 @@ struct CUfunc_st {
 };
 static struct CUmod_st copy_modules[FAKE_CUDA_MAX_DEVICES];
 static struct CUfunc_st copy_functions[FAKE_CUDA_MAX_DEVICES];
+static struct CUfunc_st rect_functions[FAKE_CUDA_MAX_DEVICES];
 
 struct CUstream_st {
     struct CUctx_st *ctx;
@@ -406,10 +411,60 @@ static void pieces_run(const struct op *op, int ordinal)
     g.stats.kernels_executed++;
 }
 
+/* Where compact offset x of a rectangle's side lies from its first byte (kernels.h). */
+static uint64_t rect_at(const ob_walk *w, uint64_t x)
+{
+    if (w->dims == 0)
+        return x;
+    uint64_t q = x / w->run, at = x % w->run;
+    for (uint64_t d = 0; d < w->dims; d++) {
+        at += (q % w->count[d]) * w->stride[d];
+        q /= w->count[d];
+    }
+    return at;
+}
+
+/* The rectangle kernel, unit by unit as the GPU runs it: a unit at an address not aligned to
+ * it, or outside memory the GPU reaches, stops the test. */
+static void rect_run(const struct op *op, int ordinal)
+{
+    const ob_rect_piece *p = &op->rect;
+    uint64_t unit = p->unit;
+    if (unit != 1 && unit != 2 && unit != 4 && unit != 8 && unit != 16)
+        die("ob_copy_rect: unit %lu", (unsigned long)unit);
+    if (p->bytes % unit != 0 || p->dst_walk.dims > OB_WALK_MAX_DIMS ||
+        p->src_walk.dims > OB_WALK_MAX_DIMS)
+        die("ob_copy_rect: %lu bytes in units of %lu, %lu and %lu dimensions",
+            (unsigned long)p->bytes, (unsigned long)unit, (unsigned long)p->dst_walk.dims,
+            (unsigned long)p->src_walk.dims);
+    uintptr_t last_dst = 0, last_src = 0;
+    for (uint64_t x = 0; x < p->bytes; x += unit) {
+        uintptr_t dst = (uintptr_t)(p->dst + rect_at(&p->dst_walk, x));
+        uintptr_t src = (uintptr_t)(p->src + rect_at(&p->src_walk, x));
+        if ((dst | src) % unit != 0)
+            die("ob_copy_rect: offset %lu: dst %#lx or src %#lx not aligned to %lu bytes",
+                (unsigned long)x, (unsigned long)dst, (unsigned long)src, (unsigned long)unit);
+        if (x == 0 || dst != last_dst + unit)
+            check_reachable(ordinal, "rectangle dst", 0, dst, unit);
+        if (x == 0 || src != last_src + unit)
+            check_reachable(ordinal, "rectangle src", 0, src, unit);
+        memcpy((void *)dst, (const void *)src, unit);
+        last_dst = dst;
+        last_src = src;
+    }
+    g.stats.bytes_executed += p->bytes;
+    g.stats.copies_executed++;
+    g.stats.kernels_executed++;
+}
+
 static void stream_run(struct CUstream_st *s)
 {
     for (size_t i = 0; i < s->nops; i++) {
         struct op *op = &s->ops[i];
+        if (op->is_rect) {
+            rect_run(op, s->ctx->ordinal);
+            continue;
+        }
         if (op->pieces != NULL) {
             pieces_run(op, s->ctx->ordinal);
             continue;
@@ -563,9 +618,13 @@ static uintptr_t arena_place(const struct arena *a, size_t pages)
     /* a->base - 1: the first allocation may sit at the arena's base. */
     for (size_t i = alloc_upper_bound(a->base - 1);
          i < g.nallocs && in_arena(a, g.allocs[i].base); i++) {
-        if (g.allocs[i].base - cursor >= pages)
+        /* An allocation may sit closer than a guard page after the one before it (it took a
+         * hole freed in between): the cursor is then already past its start. */
+        if (g.allocs[i].base >= cursor && g.allocs[i].base - cursor >= pages)
             return cursor;
-        cursor = g.allocs[i].base + page_round_up(g.allocs[i].size) + guard;
+        uintptr_t after = g.allocs[i].base + page_round_up(g.allocs[i].size) + guard;
+        if (after > cursor)
+            cursor = after;
     }
     return cursor <= a->end && a->end - cursor >= pages ? cursor : 0;
 }
@@ -1243,7 +1302,11 @@ static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule 
     if (function == NULL || name == NULL || module == NULL || module < copy_modules ||
         module >= copy_modules + FAKE_CUDA_MAX_DEVICES)
         r = fail(CUDA_ERROR_INVALID_VALUE, "bad function, module or name");
-    else if (strcmp(name, "ob_copy_pieces") != 0)
+    else if (strcmp(name, OB_COPY_RECT_KERNEL) == 0) {
+        rect_functions[module->ordinal].ordinal = module->ordinal;
+        *function = &rect_functions[module->ordinal];
+        r = CUDA_SUCCESS;
+    } else if (strcmp(name, "ob_copy_pieces") != 0)
         r = fail(CUDA_ERROR_NOT_FOUND, "no function %s in the module", name);
     else {
         copy_functions[module->ordinal].ordinal = module->ordinal;
@@ -1267,7 +1330,9 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     if (begin_call(FAKE_EP_cuLaunchKernel, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
         (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
         goto out;
-    if (f == NULL || f < copy_functions || f >= copy_functions + FAKE_CUDA_MAX_DEVICES)
+    bool rect = f >= rect_functions && f < rect_functions + FAKE_CUDA_MAX_DEVICES;
+    if (f == NULL ||
+        (!rect && (f < copy_functions || f >= copy_functions + FAKE_CUDA_MAX_DEVICES)))
         r = fail(CUDA_ERROR_INVALID_HANDLE, "unknown function");
     else if (f->ordinal != ctx->ordinal)
         r = fail(CUDA_ERROR_INVALID_HANDLE,
@@ -1280,8 +1345,13 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     else if ((r = queue_reserve(s, 1)) == CUDA_SUCCESS) {
         struct op *op = &s->ops[s->nops++];
         memset(op, 0, sizeof *op);
-        op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
-        op->piece_count = *(unsigned int *)params[1];
+        if (rect) {
+            op->is_rect = true;
+            memcpy(&op->rect, params[0], sizeof op->rect); /* by value, as the launch does */
+        } else {
+            op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
+            op->piece_count = *(unsigned int *)params[1];
+        }
         /* A launch counts as one copy; its pieces' bytes count when it runs. */
         g.stats.copies_enqueued++;
         g.stats.kernels_launched++;

@@ -47,3 +47,75 @@ extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int c
             copy_units<unsigned char>(dst, src, piece.bytes);
     }
 }
+
+/* Rectangles: one launch moves a whole rectangle between two walks (kernels.h says how a
+ * walk lays compact bytes out), one thread per unit, grid-stride. The geometry comes by value,
+ * so each thread reads it from the constant parameter space, not over the bus. */
+#define OB_WALK_MAX_DIMS 16
+
+struct ob_walk {
+    unsigned long long run;
+    unsigned long long dims;
+    unsigned long long count[OB_WALK_MAX_DIMS];
+    unsigned long long stride[OB_WALK_MAX_DIMS];
+};
+
+struct ob_rect_piece {
+    unsigned long long dst;
+    unsigned long long src;
+    unsigned long long bytes;
+    unsigned long long unit;
+    ob_walk dst_walk;
+    ob_walk src_walk;
+};
+
+__device__ unsigned long long walk_at(const ob_walk &w, unsigned long long x)
+{
+    if (w.dims == 0)
+        return x;
+    unsigned long long q = x / w.run, at = x - q * w.run;
+    /* Unrolled with a guard: the parameter space is indexed by constants only. */
+#pragma unroll
+    for (int d = 0; d < OB_WALK_MAX_DIMS; d++) {
+        if (d < w.dims) {
+            unsigned long long c = w.count[d];
+            unsigned long long next = q / c;
+            at += (q - next * c) * w.stride[d];
+            q = next;
+        }
+    }
+    return at;
+}
+
+template <typename T>
+__device__ void copy_rect_units(const ob_rect_piece &p)
+{
+    unsigned long long units = p.bytes / sizeof(T);
+    unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long u = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         u < units; u += step) {
+        unsigned long long x = u * sizeof(T);
+        *(T *)(p.dst + walk_at(p.dst_walk, x)) = *(const T *)(p.src + walk_at(p.src_walk, x));
+    }
+}
+
+extern "C" __global__ void ob_copy_rect(const ob_rect_piece piece)
+{
+    switch (piece.unit) {
+    case 16:
+        copy_rect_units<uint4>(piece);
+        break;
+    case 8:
+        copy_rect_units<unsigned long long>(piece);
+        break;
+    case 4:
+        copy_rect_units<unsigned int>(piece);
+        break;
+    case 2:
+        copy_rect_units<unsigned short>(piece);
+        break;
+    default:
+        copy_rect_units<unsigned char>(piece);
+        break;
+    }
+}

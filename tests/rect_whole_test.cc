@@ -1,0 +1,377 @@
+// Rectangles of many small runs added as one copy through the fake driver: each side's walk,
+// one kernel launch per rectangle on the staged path in every direction and memory kind, the
+// bytes exact against the element-by-element reference with everything outside the rectangle
+// untouched, and the fallbacks (direct strategy, overlapping spans, no kernel, a failed
+// launch, another GPU) sending the runs one by one.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/fake_fixture.h"
+#include "tests/rect_reference.h"
+
+extern "C" {
+#include "plugin/api/cost_models.h"
+#include "plugin/cuda/staging.h"
+#include "plugin/core/workers.h"
+#include "plugin/exec/backend_staged.h"
+#include "plugin/plan/cost.h"
+#include "plugin/plan/walk.h"
+}
+
+namespace {
+
+class RectWhole : public FakeDriver {
+protected:
+    void SetUp() override
+    {
+        unsetenv("OMPBATCH_STRATEGY");
+        load();
+        ob_staged_forget_kernels_for_testing();
+        ob_cost_reset_for_testing();
+        ob_staging_free_idle();
+        ob_workers_ignore_load_for_testing(1);
+    }
+};
+
+// An n x n x n array of doubles and one of its faces, innermost dimension last.
+struct Face {
+    const char *name;
+    size_t volume[3], offset[3];
+};
+
+RectShape face_shape(const Face &f, size_t n)
+{
+    RectShape r;
+    r.element = sizeof(double);
+    r.dims = 3;
+    for (int d = 0; d < 3; d++) {
+        r.volume.push_back(f.volume[d]);
+        r.src_off.push_back(f.offset[d]);
+        r.src_dim.push_back(n);
+        r.dst_off.push_back(0);
+        r.dst_dim.push_back(f.volume[d]);
+    }
+    return r;
+}
+
+int add(ompbatch_batch *b, void *dst, int dst_dev, const void *src, int src_dev,
+        const RectShape &r, uint64_t map_type = 0)
+{
+    return ompbatch_batch_add_rect(b, dst, dst_dev, src, src_dev, r.element, r.dims,
+                                   r.volume.data(), r.dst_off.data(), r.src_off.data(),
+                                   r.dst_dim.data(), r.src_dim.data(), map_type);
+}
+
+RectShape swapped(const RectShape &r)
+{
+    RectShape s = r;
+    std::swap(s.dst_off, s.src_off);
+    std::swap(s.dst_dim, s.src_dim);
+    return s;
+}
+
+// Submits and waits, failing the test with the library's message.
+void run(Batch &batch)
+{
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+}
+
+} // namespace
+
+TEST(RectWalk, FoldsDimensionsThatContinueEachOther)
+{
+    // A face [0:4][0:5][2:1] of a 4 x 5 x 6 array of 8-byte elements: 20 runs of one
+    // element, 48 bytes apart, the two walked dimensions one of 20 (5 * 48 = 240 = a row).
+    uint64_t count[3] = {4, 5, 1}, stride[3] = {240, 48, 8};
+    ob_walk w;
+    ob_walk_build(8, 3, count, stride, &w);
+    EXPECT_EQ(8u, w.run);
+    ASSERT_EQ(1u, w.dims);
+    EXPECT_EQ(20u, w.count[0]);
+    EXPECT_EQ(48u, w.stride[0]);
+    // The compact side of the same face is contiguous.
+    uint64_t compact[3] = {40, 8, 8};
+    ob_walk_build(8, 3, count, compact, &w);
+    EXPECT_EQ(0u, w.dims);
+    EXPECT_EQ(160u, w.run);
+    // A sub-block [0:2][1:3][0:6]: runs of whole rows of 48 bytes, 3 rows apart 48, then 240.
+    uint64_t block[3] = {2, 3, 6};
+    ob_walk_build(8, 3, block, stride, &w);
+    EXPECT_EQ(144u, w.run); // three consecutive rows are one run
+    ASSERT_EQ(1u, w.dims);
+    EXPECT_EQ(2u, w.count[0]);
+    EXPECT_EQ(240u, w.stride[0]);
+    EXPECT_EQ(240u + 5 * 8, ob_walk_at(&w, 144 + 5 * 8));
+}
+
+// Host copies along two walks against the reference, on random geometries and random
+// compact ranges (the pack threads copy parts of a rectangle).
+TEST(RectWalk, CopiesAnyRangeAsTheReference)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x3a1c);
+    for (int trial = 0; trial < 300; trial++) {
+        RectShape r = random_rect(rng, 10);
+        std::vector<uint64_t> count(r.dims), ds(r.dims), ss(r.dims);
+        uint64_t de = r.element, se = r.element, first_d = 0, first_s = 0, bytes = r.element;
+        for (int d = r.dims - 1; d >= 0; d--) {
+            count[d] = r.volume[d];
+            ds[d] = de;
+            ss[d] = se;
+            first_d += r.dst_off[d] * de;
+            first_s += r.src_off[d] * se;
+            de *= r.dst_dim[d];
+            se *= r.src_dim[d];
+            bytes *= r.volume[d];
+        }
+        ob_rect rect;
+        ob_walk_build(r.element, r.dims, count.data(), ds.data(), &rect.dst);
+        ob_walk_build(r.element, r.dims, count.data(), ss.data(), &rect.src);
+        ob_rect_finish(&rect, bytes, 1);
+        auto src = random_bytes(r.src_bytes(), trial);
+        auto want = random_bytes(r.dst_bytes(), 1000 + trial), got = want;
+        rect_reference(r, want.data(), src.data());
+        // In three parts at random cuts: each part must continue where the last stopped.
+        uint64_t a = rng() % (bytes + 1), b = rng() % (bytes + 1);
+        if (a > b)
+            std::swap(a, b);
+        auto plain = [](void *d, const void *s, size_t n) { std::memcpy(d, s, n); };
+        for (auto part : {std::make_pair(uint64_t{0}, a), std::make_pair(a, b),
+                          std::make_pair(b, bytes)})
+            ob_walk_copy(got.data() + first_d, &rect.dst, src.data() + first_s, &rect.src,
+                         part.first, part.second, plain);
+        ASSERT_EQ(want, got) << "trial " << trial << ", cuts at " << a << " and " << b;
+        EXPECT_LE(rect.dst_span, r.dst_bytes() - first_d);
+        EXPECT_LE(rect.src_span, r.src_bytes() - first_s);
+    }
+}
+
+// The faces of a 3-D array between the device and a compact host face, both ways, for each
+// host memory kind, and device to device: one copy, one launch, exact bytes, gaps untouched.
+TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
+{
+    const size_t n = 72; // the y face's 72 runs: enough to go whole
+    const Face faces[] = {{"x", {n, n, 1}, {0, 0, 5}}, {"y", {n, 1, n}, {0, 7, 0}},
+                          {"pencil", {n, 3, 2}, {0, 60, 61}}};
+    Buffer block(DEVICE, n * n * n * 8), block2(DEVICE, n * n * n * 8);
+    for (const Face &f : faces)
+        for (Kind kind : {PAGEABLE, PINNED, MANAGED}) {
+            SCOPED_TRACE(std::string("face ") + f.name + ", host kind " + std::to_string(kind));
+            RectShape down = face_shape(f, n), up = swapped(down);
+            Buffer host(kind, down.dst_bytes());
+            block.fill(kind * 7 + 1);
+            host.fill(kind * 7 + 2);
+            // Device to host.
+            std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+            rect_reference(down, want.data(), block.ptr);
+            {
+                Batch batch;
+                ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, down,
+                                           OMPBATCH_MAP_FROM))
+                    << ompbatch_last_error();
+                run(batch);
+                ompbatch_stats s = batch.stats();
+                EXPECT_EQ(1u, s.copies_added);
+                EXPECT_EQ(1u, s.copies_planned);
+                EXPECT_EQ(1u, s.kernel_launches);
+                EXPECT_EQ(1u, s.staged_copies);
+                EXPECT_EQ(host.bytes, s.staged_bytes);
+                EXPECT_LE(s.driver_calls, 2u);
+            }
+            ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes)) << "device to host";
+            // Host to device, into the poisoned array.
+            host.fill(kind * 7 + 3);
+            block.fill(kind * 7 + 4);
+            std::vector<unsigned char> want_block(block.ptr, block.ptr + block.bytes);
+            rect_reference(up, want_block.data(), host.ptr);
+            {
+                Batch batch;
+                ASSERT_EQ(OMPBATCH_OK, add(batch.b, block.ptr, 0, host.ptr, H, up,
+                                           OMPBATCH_MAP_TO));
+                run(batch);
+                EXPECT_EQ(1u, batch.stats().kernel_launches);
+                EXPECT_EQ(1u, batch.stats().staged_copies);
+            }
+            ASSERT_EQ(0, std::memcmp(block.ptr, want_block.data(), block.bytes))
+                << "host to device";
+        }
+    // Device to device: the face of one array into the same face of another.
+    for (const Face &f : faces) {
+        RectShape same = face_shape(f, n);
+        same.dst_dim = same.src_dim;
+        same.dst_off = same.src_off;
+        block.fill(11);
+        block2.fill(12);
+        std::vector<unsigned char> want(block2.ptr, block2.ptr + block2.bytes);
+        rect_reference(same, want.data(), block.ptr);
+        Batch batch;
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, block2.ptr, 0, block.ptr, 0, same));
+        run(batch);
+        EXPECT_EQ(1u, batch.stats().kernel_launches);
+        ASSERT_EQ(0, std::memcmp(block2.ptr, want.data(), block2.bytes)) << f.name;
+    }
+}
+
+// Random rectangles of 64 runs and more, several per batch among ordinary copies, in random
+// directions, some reading what an earlier copy of the batch wrote: each must see the bytes
+// as if the batch ran in the order added.
+TEST_F(RectWhole, RandomBatchesOfRectanglesAndCopiesAreExact)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x77e1);
+    int whole = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        Kind kind = static_cast<Kind>(std::vector<int>{PAGEABLE, PINNED, MANAGED}[rng() % 3]);
+        RectShape r;
+        do
+            r = random_rect(rng, 14);
+        while (r.volume.size() < 2 || r.volume[0] * r.volume[1] < 64);
+        Buffer hsrc(kind, r.src_bytes()), dev(DEVICE, r.dst_bytes()),
+            hback(kind, r.src_bytes()), extra_h(PAGEABLE, 4096), extra_d(DEVICE, 4096);
+        hsrc.fill(trial * 5 + 1);
+        dev.fill(trial * 5 + 2);
+        hback.fill(trial * 5 + 3);
+        extra_h.fill(trial * 5 + 4);
+        std::vector<unsigned char> want_dev(dev.ptr, dev.ptr + dev.bytes);
+        rect_reference(r, want_dev.data(), hsrc.ptr);
+        RectShape back = swapped(r);
+        std::vector<unsigned char> want_back(hback.ptr, hback.ptr + hback.bytes);
+        rect_reference(back, want_back.data(), want_dev.data());
+        Batch batch;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, extra_d.ptr, 0, extra_h.ptr, H,
+                                                  4096, 0));
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, dev.ptr, 0, hsrc.ptr, H, r)) << ompbatch_last_error();
+        // Reads what the rectangle above writes: a later level.
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, hback.ptr, H, dev.ptr, 0, back))
+            << ompbatch_last_error();
+        run(batch);
+        whole += batch.stats().copies_added == 3; // else one went run by run
+        ASSERT_EQ(0, std::memcmp(dev.ptr, want_dev.data(), dev.bytes)) << "kind " << kind;
+        ASSERT_EQ(0, std::memcmp(hback.ptr, want_back.data(), hback.bytes)) << "kind " << kind;
+        ASSERT_EQ(0, std::memcmp(extra_d.ptr, extra_h.ptr, 4096));
+    }
+    EXPECT_GE(whole, 5) << "too few trials had both rectangles go whole to test that path";
+}
+
+// What cannot go whole goes run by run, with the same bytes.
+TEST_F(RectWhole, TheDirectStrategyAndOverlappingSpansSendTheRuns)
+{
+    const size_t n = 16;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 3}}, n);
+    Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
+    block.fill(1);
+    host.fill(2);
+    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+    rect_reference(x, want.data(), block.ptr);
+    ompbatch_batch_options direct = {};
+    direct.struct_size = sizeof(direct);
+    direct.strategy = OMPBATCH_STRATEGY_DIRECT;
+    {
+        Batch batch(0, nullptr, &direct);
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+        run(batch);
+        EXPECT_EQ(1u, batch.stats().copies_added);
+        EXPECT_EQ(n * n, batch.stats().copies_planned);
+        EXPECT_EQ(0u, batch.stats().kernel_launches);
+    }
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+    // Column 3 into column 4 of the same array: the spans overlap, the runs do not.
+    RectShape shift = x;
+    shift.dst_dim = shift.src_dim;
+    shift.dst_off = {0, 0, 4};
+    block.fill(3);
+    std::vector<unsigned char> want_block(block.ptr, block.ptr + block.bytes);
+    rect_reference(shift, want_block.data(), block.ptr);
+    {
+        Batch batch;
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, block.ptr, 0, block.ptr, 0, shift));
+        run(batch);
+        EXPECT_EQ(n * n, batch.stats().copies_planned);
+    }
+    ASSERT_EQ(0, std::memcmp(block.ptr, want_block.data(), block.bytes));
+}
+
+TEST_F(RectWhole, WithoutTheRectangleKernelTheRunsGoOneByOne)
+{
+    const size_t n = 16;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 9}}, n);
+    Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
+    block.fill(4);
+    host.fill(5);
+    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+    rect_reference(x, want.data(), block.ptr);
+    // The module loads, the first function is found, the rectangle's is not.
+    ASSERT_EQ(0, fake().inject_failure("cuModuleGetFunction", 2, CUDA_ERROR_NOT_FOUND));
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    run(batch);
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(0u, s.kernel_launches);
+    EXPECT_EQ(1u, s.staging_refused);
+    EXPECT_EQ(n * n, s.driver_calls);
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+}
+
+TEST_F(RectWhole, AFailedLaunchNamesTheRectangleAndLeavesTheHostUntouched)
+{
+    const size_t n = 16;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 2}}, n);
+    Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
+    block.fill(6);
+    host.fill(7);
+    std::vector<unsigned char> before(host.ptr, host.ptr + host.bytes);
+    ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    EXPECT_NE(OMPBATCH_OK, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("rectangle kernel")) << ompbatch_last_error();
+    ompbatch_batch_wait(batch.b);
+    EXPECT_EQ(0, std::memcmp(host.ptr, before.data(), host.bytes))
+        << "bytes of a failed gather reached the destination";
+    // The batch recovers: the same rectangle again is exact.
+    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+    rect_reference(x, want.data(), block.ptr);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    run(batch);
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+}
+
+// A refill with other rectangles at the same addresses plans again: the plan of the first
+// never copies the second's geometry.
+TEST_F(RectWhole, RefillsWithOtherGeometriesAreExact)
+{
+    const size_t n = 16;
+    Buffer block(DEVICE, n * n * n * 8), host(PINNED, n * n * 8);
+    block.fill(8);
+    Batch batch;
+    for (size_t k = 0; k < 6; k++) {
+        Face f = k % 2 ? Face{"x", {n, n, 1}, {0, 0, k}} : Face{"y", {n, 1, n}, {0, k, 0}};
+        RectShape r = face_shape(f, n);
+        host.fill(20 + k);
+        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+        rect_reference(r, want.data(), block.ptr);
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, r));
+        run(batch);
+        EXPECT_EQ(0u, batch.stats().plan_reused);
+        ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes)) << "refill " << k;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    }
+}
+
+// Errors name the rectangle: a side running past its allocation is checked on its span.
+TEST_F(RectWhole, ASideRunningPastItsAllocationIsRefused)
+{
+    const size_t n = 16;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 2}}, n);
+    Buffer small(DEVICE, n * n * n * 8 - 8 * n), host(PAGEABLE, x.dst_bytes());
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, small.ptr, 0, x));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_submit(batch.b));
+    EXPECT_TRUE(message_has("runs past the end of its allocation")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("copy 0")) << ompbatch_last_error();
+}
