@@ -363,6 +363,31 @@ TEST_F(RectWhole, RefillsWithOtherGeometriesAreExact)
     }
 }
 
+// A refill with the same rectangle reuses its plan; one with the same first bytes and size but
+// another geometry does not.
+TEST_F(RectWhole, TheSameRectangleAgainReusesItsPlanAnotherGeometryDoesNot)
+{
+    const size_t n = 16;
+    Buffer block(DEVICE, n * n * n * 8), host(PINNED, n * n * 8);
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 0}}, n);
+    // The same first bytes and size, 128 runs of two elements instead of 256 of one.
+    RectShape y = face_shape({"pairs", {n / 2, n, 2}, {0, 0, 0}}, n);
+    Batch batch;
+    const RectShape *shapes[] = {&x, &x, &x, &y, &y, &x};
+    const uint64_t reused[] = {0, 1, 1, 0, 1, 0};
+    for (size_t k = 0; k < 6; k++) {
+        block.fill(40 + k);
+        host.fill(50 + k);
+        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+        rect_reference(*shapes[k], want.data(), block.ptr);
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, *shapes[k]));
+        run(batch);
+        EXPECT_EQ(reused[k], batch.stats().plan_reused) << "fill " << k;
+        ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes)) << "fill " << k;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    }
+}
+
 // Errors name the rectangle: a side running past its allocation is checked on its span.
 TEST_F(RectWhole, ASideRunningPastItsAllocationIsRefused)
 {

@@ -49,6 +49,13 @@ struct ompbatch_batch {
     ob_rect *rects;
     size_t rect_count;
     size_t rect_capacity;
+    /* The rectangles the current plan was built from, and where `rects` lay then (the plan
+     * points into it): a refill reuses the plan only with the very same rectangles there.
+     * Plans with rectangles are not kept among the earlier plans. */
+    ob_rect *planned_rects;
+    size_t planned_rect_count;
+    size_t planned_rect_capacity;
+    const ob_rect *planned_rects_at;
     /* The added copies spelled out for planning; the plan takes this array over. */
     ob_copy *copies;
     size_t capacity;
@@ -683,10 +690,35 @@ static int build_plan(ompbatch_batch *batch)
 /* memcmp below compares keys whole: they must have no padding. */
 _Static_assert(sizeof(ob_copy_key) == 5 * sizeof(uint64_t), "ob_copy_key has padding");
 
+static int rects_match(const ompbatch_batch *batch)
+{
+    if (batch->rect_count != batch->planned_rect_count)
+        return 0;
+    return batch->rect_count == 0 ||
+           (batch->rects == batch->planned_rects_at &&
+            memcmp(batch->rects, batch->planned_rects, batch->rect_count * sizeof(ob_rect)) == 0);
+}
+
+/* Notes the rectangles of the plan just built; 0 when they cannot be kept (the plan is then
+ * not reused). */
+static int remember_rects(ompbatch_batch *batch)
+{
+    batch->planned_rect_count = 0;
+    if (batch->rect_count == 0)
+        return 1;
+    if (ob_grow((void **)&batch->planned_rects, &batch->planned_rect_capacity, batch->rect_count,
+                sizeof(*batch->planned_rects)) != 0)
+        return 0;
+    memcpy(batch->planned_rects, batch->rects, batch->rect_count * sizeof(ob_rect));
+    batch->planned_rect_count = batch->rect_count;
+    batch->planned_rects_at = batch->rects;
+    return 1;
+}
+
 static int keys_match(const ompbatch_batch *batch)
 {
     if (!batch->current.valid || batch->current.count != batch->count ||
-        batch->current.config != ob_config_generation())
+        batch->current.config != ob_config_generation() || !rects_match(batch))
         return 0;
     /* A refill still replaying compared every copy as it was added. */
     return batch->replaying || batch->count == 0 ||
@@ -779,8 +811,9 @@ static int take_kept_plan(ompbatch_batch *batch)
         ob_plan_cache_find(&batch->plans, batch->added, batch->count, ob_config_generation());
     if (slot == NULL)
         return 0;
-    int keep = ob_plan_cache_fits(batch->current.count);
+    int keep = ob_plan_cache_fits(batch->current.count) && batch->planned_rect_count == 0;
     swap_with_slot(batch, slot);
+    batch->planned_rect_count = 0; /* kept plans have none */
     if (!keep)
         slot->valid = 0; /* its arrays stay for reuse, not its plan */
     return 1;
@@ -792,15 +825,14 @@ static int plan_and_run(ompbatch_batch *batch)
     batch->plan_reused = keys_match(batch) || take_kept_plan(batch);
     if (!batch->plan_reused) {
         /* The plan about to be replaced is kept; the slot's old one gives its arrays. */
-        if (batch->current.valid && ob_plan_cache_fits(batch->current.count))
+        if (batch->current.valid && ob_plan_cache_fits(batch->current.count) &&
+            batch->planned_rect_count == 0)
             swap_with_slot(batch, ob_plan_cache_victim(&batch->plans));
         uint64_t started = ob_phase_start();
         batch->current.config = ob_config_generation();
         status = plan_copies(batch, 1);
         remember_keys(batch);
-        /* A plan with rectangles points into the batch's rectangles, which the next fill
-         * writes over: it is built again each time. */
-        batch->current.valid = status == OMPBATCH_OK && batch->rect_count == 0;
+        batch->current.valid = status == OMPBATCH_OK && remember_rects(batch);
         ob_phase_end(OB_PHASE_PLAN, started);
     }
     if (status == OMPBATCH_OK) {
@@ -991,6 +1023,7 @@ int ob_batch_destroy(ompbatch_batch *batch)
     ob_plan_cache_free(&batch->plans);
     free(batch->added);
     free(batch->rects);
+    free(batch->planned_rects);
     ob_mem_cache_free(&batch->cache);
     ob_exec_free(&batch->exec);
     free(batch->copies);

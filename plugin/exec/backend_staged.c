@@ -278,6 +278,7 @@ typedef struct layout {
     size_t second_pieces;  /* scatter descriptors */
     size_t pack_bytes;
     size_t gather_bytes;
+    size_t rect_gather_bytes; /* rectangles the kernel gathers straight into pinned staging */
     int pack_in_stream_order; /* a packed source the stream may still be writing */
 } layout;
 
@@ -298,7 +299,7 @@ static void measure(const ob_plan *plan, const ob_step *step, layout *out)
                     out->pack_in_stream_order = 1;
             } else if (c->stage_how == OB_STAGE_GATHER) {
                 out->gathers++;
-                place(&out->gather_bytes, 0, c->bytes);
+                place(&out->rect_gather_bytes, 0, c->bytes);
             } else {
                 out->in_place++;
             }
@@ -418,10 +419,12 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);
     size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
     size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
+    size_t rect_gather_area = align_up(lay.rect_gather_bytes, 64);
     /* An earlier level's staging is reused once the stream has passed it. */
     if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
         return status;
-    if (ob_staging_acquire(exec->ordinal, first_table + second_table + pack_area + gather_area,
+    if (ob_staging_acquire(exec->ordinal,
+                           first_table + second_table + pack_area + gather_area + rect_gather_area,
                            second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     if ((status = reserve_moves(exec, lay.packs + lay.gathers)) != OMPBATCH_OK)
@@ -438,6 +441,11 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     ob_piece *first = (ob_piece *)host, *second = (ob_piece *)(host + first_table);
     unsigned char *pack_host = host + first_table + second_table;
     unsigned char *gather_host = pack_host + pack_area;
+    /* A rectangle's gather writes its compact bytes over the bus into pinned staging: the
+     * stores of a warp are contiguous there, and a bulk copy after it would only add its own
+     * latency. */
+    unsigned char *rect_gather_host = gather_host + gather_area;
+    size_t rect_gather_cursor = 0;
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
@@ -469,11 +477,12 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                     rect_piece(r, c->dst, &r->dst, pack_device + at, NULL);
                 break;
             case OB_STAGE_GATHER:
-                at = place(&gather_cursor, 0, c->bytes);
-                exec->rect_scatters[lay.rects - 1 - first_rects++] =
-                    rect_piece(r, gather_device + at, NULL, c->src, &r->src);
+                at = place(&rect_gather_cursor, 0, c->bytes);
+                exec->rect_scatters[lay.rects - 1 - first_rects++] = rect_piece(
+                    r, (uint64_t)(uintptr_t)(rect_gather_host + at), NULL, c->src, &r->src);
                 exec->moves[u++] =
-                    (ob_host_move){(void *)c->dst, gather_host + at, c->bytes, &r->dst};
+                    (ob_host_move){(void *)c->dst, rect_gather_host + at, c->bytes, &r->dst};
+                exec->staged.paths |= OMPBATCH_PATH_STAGED;
                 break;
             case OB_STAGE_IN_PLACE:
                 exec->rect_scatters[lay.rects - 1 - first_rects++] =
