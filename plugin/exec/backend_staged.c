@@ -6,7 +6,11 @@
  *   3. the level's cuMemcpyBatchAsync carries the bulk copies: packed bytes to the device,
  *      gathered bytes to pinned staging;
  *   4. kernel: scatter from device staging to the destinations;
- *   5. at the wait: unpack gathered bytes into their destinations, give the staging back. */
+ *   5. at the wait: unpack gathered bytes into their destinations, give the staging back.
+ * A rectangle (walk.h) is one launch of the rectangle kernel instead of descriptors: packed by
+ * the CPU along its source's walk and scattered after the bulk copy, gathered by the kernel
+ * straight into pinned staging and unpacked along its destination's walk, or moved in
+ * place. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
