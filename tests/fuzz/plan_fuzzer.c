@@ -10,7 +10,11 @@
  * copies and the copy kernel on host memory and stops at any access the GPU could not make.
  *
  * Input: byte 0 is flags, then records of 6 bytes per copy: dst offset (2, little endian),
- * src offset (2), length (1, times 1 or 16 by a flag), map type selector (1).
+ * src offset (2), length (1, times 1 or 16 by a flag), map type selector (1). A selector with
+ * bit 7 set makes the record a rectangle instead (ompbatch_batch_add_rect): a column of `rows`
+ * elements (64 to 127 from the length byte's low 6 bits, fewer where the region ends) of 1, 2,
+ * 4 or 8 bytes (its top 2 bits), each side's rows 1 to 4 elements apart (selector bits 0-1 for
+ * src, 2-3 for dst): whole with its walks when the runs are many, run by run otherwise.
  *   flags bit 0-1: options.max_copies = 0 (default), 1, 2 or 3 (long plans split)
  *   bit 2: options.synchronous
  *   bit 3: lengths are the byte times 16 (larger copies)
@@ -40,7 +44,36 @@
 typedef struct copy {
     size_t dst, src, bytes;
     uint64_t map_type;
+    /* A rectangle when rows > 0: rows elements of `element` bytes, src_pitch and dst_pitch
+     * elements apart; bytes is rows * element. */
+    size_t rows, element, src_pitch, dst_pitch;
 } copy;
+
+/* The contiguous runs of a rectangle (1 when both sides are contiguous). */
+static size_t rect_runs(const copy *c)
+{
+    return c->src_pitch == 1 && c->dst_pitch == 1 ? 1 : c->rows;
+}
+
+/* What the batch counts as added for a copy: a rectangle of many runs is one copy. */
+static size_t added_for(const copy *c)
+{
+    if (c->rows == 0)
+        return 1;
+    size_t runs = rect_runs(c);
+    return runs >= 64 ? 1 : runs;
+}
+
+static int add_copy(ompbatch_batch *batch, const copy *c, unsigned char *dst, int dst_dev,
+                    const unsigned char *src, int src_dev)
+{
+    if (c->rows == 0)
+        return ompbatch_batch_add(batch, dst, dst_dev, src, src_dev, c->bytes, c->map_type);
+    size_t volume[2] = {c->rows, 1}, zero[2] = {0, 0};
+    size_t dst_dims[2] = {c->rows, c->dst_pitch}, src_dims[2] = {c->rows, c->src_pitch};
+    return ompbatch_batch_add_rect(batch, dst, dst_dev, src, src_dev, c->element, 2, volume,
+                                   zero, zero, dst_dims, src_dims, c->map_type);
+}
 
 #define REGIONS 3
 
@@ -123,9 +156,34 @@ static int prepare_device_mode(void)
     return 1;
 }
 
+static int ranges_overlap(size_t a, size_t b, size_t n)
+{
+    return n > 0 && a < b + n && b < a + n;
+}
+
+/* Whether a copy (for a rectangle: one of its runs) reads bytes it writes: the batch refuses
+ * it. */
 static int overlaps(const copy *c)
 {
-    return c->bytes > 0 && c->dst < c->src + c->bytes && c->src < c->dst + c->bytes;
+    if (c->rows == 0 || rect_runs(c) == 1)
+        return ranges_overlap(c->dst, c->src, c->bytes);
+    for (size_t i = 0; i < c->rows; i++)
+        if (ranges_overlap(c->dst + i * c->dst_pitch * c->element,
+                           c->src + i * c->src_pitch * c->element, c->element))
+            return 1;
+    return 0;
+}
+
+/* The copy on the reference, run after run as the runtime's rectangle copy would. */
+static void apply(const copy *c)
+{
+    if (c->rows == 0 || rect_runs(c) == 1) {
+        memcpy(expect + c->dst, expect + c->src, c->bytes);
+        return;
+    }
+    for (size_t i = 0; i < c->rows; i++)
+        memcpy(expect + c->dst + i * c->dst_pitch * c->element,
+               expect + c->src + i * c->src_pitch * c->element, c->element);
 }
 
 /* Runs copies[order...] through the batch (reset first) and checks the result. */
@@ -136,22 +194,23 @@ static void run_once(ompbatch_batch *batch, size_t n, int reverse, int describe,
     snapshot(expect);
     snapshot(before);
     int bad = 0;
-    uint64_t zero = 0, bytes = 0;
+    uint64_t zero = 0, bytes = 0, added = 0, most_planned = 0;
     check(ompbatch_batch_reset(batch) == OMPBATCH_OK, "reset", 0);
     for (size_t k = 0; k < n; k++) {
         const copy *c = &copies[reverse ? n - 1 - k : k];
-        int status = ompbatch_batch_add(batch, at(c->dst), region_device[c->dst / ARENA_BYTES],
-                                        at(c->src), region_device[c->src / ARENA_BYTES],
-                                        c->bytes, c->map_type);
+        int status = add_copy(batch, c, at(c->dst), region_device[c->dst / ARENA_BYTES],
+                              at(c->src), region_device[c->src / ARENA_BYTES]);
         check(status == OMPBATCH_OK, "add", k);
         if (c->bytes == 0) {
             zero++;
         } else if (overlaps(c)) {
             bad = 1;
         } else if (!bad) {
-            memcpy(expect + c->dst, expect + c->src, c->bytes);
+            apply(c);
         }
         bytes += c->bytes;
+        added += added_for(c);
+        most_planned += c->rows > 0 ? rect_runs(c) : 1;
     }
     if (describe) {
         size_t needed = 0;
@@ -176,10 +235,11 @@ static void run_once(ompbatch_batch *batch, size_t n, int reverse, int describe,
     memset(&stats, 0, sizeof(stats));
     stats.struct_size = sizeof(stats);
     check(ompbatch_batch_get_stats(batch, &stats) == OMPBATCH_OK, "stats", 0);
-    check(stats.copies_added == n, "copies_added", (size_t)stats.copies_added);
+    check(stats.copies_added == added, "copies_added", (size_t)stats.copies_added);
     check(stats.copies_zero == zero, "copies_zero", (size_t)stats.copies_zero);
     check(stats.bytes == bytes, "bytes", (size_t)stats.bytes);
-    check(stats.copies_planned + zero <= n, "copies_planned", (size_t)stats.copies_planned);
+    check(stats.copies_planned + zero <= most_planned, "copies_planned",
+          (size_t)stats.copies_planned);
     check(stats.copies_done == stats.copies_planned, "copies_done", (size_t)stats.copies_done);
     if (expect_reuse)
         check(stats.plan_reused == 1, "a refill with the same copies planned again", n);
@@ -209,6 +269,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (c->bytes > room)
             c->bytes = room;
         c->map_type = map_types[r[5] % (sizeof(map_types) / sizeof(map_types[0]))];
+        c->rows = 0;
+        if (r[5] & 0x80) {
+            c->element = (size_t)1 << (r[4] >> 6);
+            c->src_pitch = 1 + (r[5] & 3);
+            c->dst_pitch = 1 + ((r[5] >> 2) & 3);
+            size_t most = (c->src_pitch > c->dst_pitch ? c->src_pitch : c->dst_pitch) * c->element;
+            size_t rows = 64 + (r[4] & 63);
+            size_t fit_dst = room_dst / (c->dst_pitch * c->element);
+            size_t fit_src = room_src / (c->src_pitch * c->element);
+            if (rows > fit_dst)
+                rows = fit_dst;
+            if (rows > fit_src)
+                rows = fit_src;
+            if (rows > 0 && most > 0) {
+                c->rows = rows;
+                c->bytes = rows * c->element;
+                c->map_type = map_types[(r[5] >> 4) & 7];
+            }
+        }
     }
     ompbatch_batch_options options;
     memset(&options, 0, sizeof(options));
