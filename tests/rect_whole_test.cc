@@ -66,6 +66,15 @@ int add(ompbatch_batch *b, void *dst, int dst_dev, const void *src, int src_dev,
                                    r.dst_dim.data(), r.src_dim.data(), map_type);
 }
 
+// dst's bytes once r is copied into it from src.
+std::vector<unsigned char> expected(const RectShape &r, const Buffer &dst,
+                                    const unsigned char *src)
+{
+    std::vector<unsigned char> want(dst.ptr, dst.ptr + dst.bytes);
+    rect_reference(r, want.data(), src);
+    return want;
+}
+
 RectShape swapped(const RectShape &r)
 {
     RectShape s = r;
@@ -166,8 +175,7 @@ TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
             block.fill(kind * 7 + 1);
             host.fill(kind * 7 + 2);
             // Device to host.
-            std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-            rect_reference(down, want.data(), block.ptr);
+            std::vector<unsigned char> want = expected(down, host, block.ptr);
             {
                 Batch batch;
                 ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, down,
@@ -186,8 +194,7 @@ TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
             // Host to device, into the poisoned array.
             host.fill(kind * 7 + 3);
             block.fill(kind * 7 + 4);
-            std::vector<unsigned char> want_block(block.ptr, block.ptr + block.bytes);
-            rect_reference(up, want_block.data(), host.ptr);
+            std::vector<unsigned char> want_block = expected(up, block, host.ptr);
             {
                 Batch batch;
                 ASSERT_EQ(OMPBATCH_OK, add(batch.b, block.ptr, 0, host.ptr, H, up,
@@ -206,8 +213,7 @@ TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
         same.dst_off = same.src_off;
         block.fill(11);
         block2.fill(12);
-        std::vector<unsigned char> want(block2.ptr, block2.ptr + block2.bytes);
-        rect_reference(same, want.data(), block.ptr);
+        std::vector<unsigned char> want = expected(same, block2, block.ptr);
         Batch batch;
         ASSERT_EQ(OMPBATCH_OK, add(batch.b, block2.ptr, 0, block.ptr, 0, same));
         run(batch);
@@ -236,8 +242,7 @@ TEST_F(RectWhole, RandomBatchesOfRectanglesAndCopiesAreExact)
         dev.fill(trial * 5 + 2);
         hback.fill(trial * 5 + 3);
         extra_h.fill(trial * 5 + 4);
-        std::vector<unsigned char> want_dev(dev.ptr, dev.ptr + dev.bytes);
-        rect_reference(r, want_dev.data(), hsrc.ptr);
+        std::vector<unsigned char> want_dev = expected(r, dev, hsrc.ptr);
         RectShape back = swapped(r);
         std::vector<unsigned char> want_back(hback.ptr, hback.ptr + hback.bytes);
         rect_reference(back, want_back.data(), want_dev.data());
@@ -265,8 +270,7 @@ TEST_F(RectWhole, TheDirectStrategyAndOverlappingSpansSendTheRuns)
     Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
     block.fill(1);
     host.fill(2);
-    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-    rect_reference(x, want.data(), block.ptr);
+    std::vector<unsigned char> want = expected(x, host, block.ptr);
     ompbatch_batch_options direct = {};
     direct.struct_size = sizeof(direct);
     direct.strategy = OMPBATCH_STRATEGY_DIRECT;
@@ -284,8 +288,7 @@ TEST_F(RectWhole, TheDirectStrategyAndOverlappingSpansSendTheRuns)
     shift.dst_dim = shift.src_dim;
     shift.dst_off = {0, 0, 4};
     block.fill(3);
-    std::vector<unsigned char> want_block(block.ptr, block.ptr + block.bytes);
-    rect_reference(shift, want_block.data(), block.ptr);
+    std::vector<unsigned char> want_block = expected(shift, block, block.ptr);
     {
         Batch batch;
         ASSERT_EQ(OMPBATCH_OK, add(batch.b, block.ptr, 0, block.ptr, 0, shift));
@@ -302,8 +305,7 @@ TEST_F(RectWhole, WithoutTheRectangleKernelTheRunsGoOneByOne)
     Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
     block.fill(4);
     host.fill(5);
-    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-    rect_reference(x, want.data(), block.ptr);
+    std::vector<unsigned char> want = expected(x, host, block.ptr);
     // The module loads, the first function is found, the rectangle's is not.
     ASSERT_EQ(0, fake().inject_failure("cuModuleGetFunction", 2, CUDA_ERROR_NOT_FOUND));
     Batch batch;
@@ -333,8 +335,7 @@ TEST_F(RectWhole, AFailedLaunchNamesTheRectangleAndLeavesTheHostUntouched)
     EXPECT_EQ(0, std::memcmp(host.ptr, before.data(), host.bytes))
         << "bytes of a failed gather reached the destination";
     // The batch recovers: the same rectangle again is exact.
-    std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-    rect_reference(x, want.data(), block.ptr);
+    std::vector<unsigned char> want = expected(x, host, block.ptr);
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
     ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
     run(batch);
@@ -353,8 +354,7 @@ TEST_F(RectWhole, RefillsWithOtherGeometriesAreExact)
         Face f = k % 2 ? Face{"x", {n, n, 1}, {0, 0, k}} : Face{"y", {n, 1, n}, {0, k, 0}};
         RectShape r = face_shape(f, n);
         host.fill(20 + k);
-        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-        rect_reference(r, want.data(), block.ptr);
+        std::vector<unsigned char> want = expected(r, host, block.ptr);
         ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, r));
         run(batch);
         EXPECT_EQ(0u, batch.stats().plan_reused);
@@ -378,8 +378,7 @@ TEST_F(RectWhole, TheSameRectangleAgainReusesItsPlanAnotherGeometryDoesNot)
     for (size_t k = 0; k < 6; k++) {
         block.fill(40 + k);
         host.fill(50 + k);
-        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
-        rect_reference(*shapes[k], want.data(), block.ptr);
+        std::vector<unsigned char> want = expected(*shapes[k], host, block.ptr);
         ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, *shapes[k]));
         run(batch);
         EXPECT_EQ(reused[k], batch.stats().plan_reused) << "fill " << k;

@@ -203,6 +203,27 @@ static int side_of(const ompbatch_batch *batch, size_t index, const char *what, 
                         batch->device.number);
 }
 
+/* Both device numbers of an add, resolved once each. */
+static int resolve_numbers(const ompbatch_batch *batch, size_t index, int dst_device_num,
+                           ob_device *dst_device, int src_device_num, ob_device *src_device)
+{
+    int status = resolve_number(batch, index, "dst_device_num", dst_device_num, dst_device);
+    if (status == OMPBATCH_OK)
+        status = resolve_number(batch, index, "src_device_num", src_device_num, src_device);
+    return status;
+}
+
+/* Both sides of an add to a single-device batch. */
+static int sides_of(const ompbatch_batch *batch, size_t index, int dst_device_num,
+                    const ob_device *dst_device, int src_device_num, const ob_device *src_device,
+                    ob_side *dst_side, ob_side *src_side)
+{
+    int status = side_of(batch, index, "dst_device_num", dst_device_num, dst_device, dst_side);
+    if (status == OMPBATCH_OK)
+        status = side_of(batch, index, "src_device_num", src_device_num, src_device, src_side);
+    return status;
+}
+
 /* NULL, destroyed or not a batch: every public batch function asks first. */
 static int check_batch(const ompbatch_batch *batch)
 {
@@ -402,10 +423,8 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
                       (status = check_pointer(index, "src", src, bytes)) != OMPBATCH_OK))
         return status;
     ob_device dst_device, src_device; /* each number resolved once, here */
-    if ((status = resolve_number(batch, index, "dst_device_num", dst_device_num,
-                                 &dst_device)) != OMPBATCH_OK ||
-        (status = resolve_number(batch, index, "src_device_num", src_device_num,
-                                 &src_device)) != OMPBATCH_OK)
+    if ((status = resolve_numbers(batch, index, dst_device_num, &dst_device, src_device_num,
+                                  &src_device)) != OMPBATCH_OK)
         return status;
     if (batch->multi_active || other_gpu(batch, &dst_device) || other_gpu(batch, &src_device)) {
         if ((status = settle_keys(batch)) != OMPBATCH_OK) /* add_multi reads them */
@@ -413,10 +432,8 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
         return add_multi(batch, index, dst, dst_device_num, &dst_device, src, src_device_num,
                          &src_device, bytes, map_type);
     }
-    if ((status = side_of(batch, index, "dst_device_num", dst_device_num, &dst_device,
-                          &dst_side)) != OMPBATCH_OK ||
-        (status = side_of(batch, index, "src_device_num", src_device_num, &src_device,
-                          &src_side)) != OMPBATCH_OK)
+    if ((status = sides_of(batch, index, dst_device_num, &dst_device, src_device_num,
+                           &src_device, &dst_side, &src_side)) != OMPBATCH_OK)
         return status;
     ob_copy_key *key = next_slot(batch);
     if (key == NULL)
@@ -443,17 +460,13 @@ int ob_batch_add_rect_copy(ompbatch_batch *batch, void *dst, int dst_device_num,
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK ||
         (status = check_pointer(index, "dst", dst, (size_t)rect->dst_span)) != OMPBATCH_OK ||
         (status = check_pointer(index, "src", src, (size_t)rect->src_span)) != OMPBATCH_OK ||
-        (status = resolve_number(batch, index, "dst_device_num", dst_device_num,
-                                 &dst_device)) != OMPBATCH_OK ||
-        (status = resolve_number(batch, index, "src_device_num", src_device_num,
-                                 &src_device)) != OMPBATCH_OK)
+        (status = resolve_numbers(batch, index, dst_device_num, &dst_device, src_device_num,
+                                  &src_device)) != OMPBATCH_OK)
         return status;
     if (other_gpu(batch, &dst_device) || other_gpu(batch, &src_device))
         return OMPBATCH_OK;
-    if ((status = side_of(batch, index, "dst_device_num", dst_device_num, &dst_device,
-                          &dst_side)) != OMPBATCH_OK ||
-        (status = side_of(batch, index, "src_device_num", src_device_num, &src_device,
-                          &src_side)) != OMPBATCH_OK)
+    if ((status = sides_of(batch, index, dst_device_num, &dst_device, src_device_num,
+                           &src_device, &dst_side, &src_side)) != OMPBATCH_OK)
         return status;
     ob_copy_key *key = next_slot(batch);
     if (key == NULL)
@@ -580,8 +593,10 @@ static int rect_stays_whole(const ob_plan_params *params, const ob_copy_key *key
 static int expand_added(ompbatch_batch *batch, const ob_plan_params *params, size_t *count_out)
 {
     size_t needed = batch->count;
-    for (size_t r = 0; r < batch->rect_count; r++)
-        needed += (size_t)batch->rects[r].runs; /* at most; ob_rect_finish counted them */
+    for (size_t i = 0; i < batch->count; i++) /* the runs of the rectangles not kept whole */
+        if (batch->added[i].rect != 0 &&
+            !rect_stays_whole(params, &batch->added[i], &batch->rects[batch->added[i].rect - 1]))
+            needed += (size_t)batch->rects[batch->added[i].rect - 1].runs;
     if (needed > batch->capacity || batch->copies == NULL) {
         size_t capacity = needed > 64 ? needed : 64;
         ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));

@@ -162,28 +162,38 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     return OMPBATCH_OK;
 }
 
+static int copy_async(ob_exec *exec, uintptr_t dst, uintptr_t src, size_t bytes)
+{
+    exec->driver_calls++;
+    int status = OB_CU(exec->driver, cuMemcpyAsync, (CUdeviceptr)dst, (CUdeviceptr)src, bytes,
+                       exec->stream);
+    if (status == OMPBATCH_OK)
+        exec->stream_busy = 1;
+    return status;
+}
+
+/* A rectangle comes here only when its staged step could not stage: run by run. */
+static int copy_rect_async(ob_exec *exec, const ob_copy *copy)
+{
+    ob_rect_cursor cursor;
+    uint64_t dst_at, src_at, bytes;
+    int status = OMPBATCH_OK;
+    ob_rect_seek(copy->rect, 0, &cursor);
+    while (status == OMPBATCH_OK &&
+           ob_rect_next(copy->rect, &cursor, copy->bytes, &dst_at, &src_at, &bytes))
+        status = copy_async(exec, copy->dst + (uintptr_t)dst_at, copy->src + (uintptr_t)src_at,
+                            (size_t)bytes);
+    return status;
+}
+
 static int per_copy_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 {
-    const ob_driver *driver = exec->driver;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *copy = &plan->copies[i];
-        /* A rectangle comes here only when its staged step could not stage: run by run. */
-        ob_rect_cursor cursor;
-        uint64_t dst_at = 0, src_at = 0, bytes = copy->bytes;
-        if (copy->rect != NULL) {
-            ob_rect_seek(copy->rect, 0, &cursor);
-            if (!ob_rect_next(copy->rect, &cursor, copy->bytes, &dst_at, &src_at, &bytes))
-                bytes = 0;
-        }
-        do {
-            exec->driver_calls++;
-            int status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)(copy->dst + dst_at),
-                               (CUdeviceptr)(copy->src + src_at), (size_t)bytes, exec->stream);
-            if (status != OMPBATCH_OK)
-                return describe_failure(status, plan, step, i - step->begin);
-            exec->stream_busy = 1;
-        } while (copy->rect != NULL &&
-                 ob_rect_next(copy->rect, &cursor, copy->bytes, &dst_at, &src_at, &bytes));
+        int status = copy->rect != NULL ? copy_rect_async(exec, copy)
+                                        : copy_async(exec, copy->dst, copy->src, copy->bytes);
+        if (status != OMPBATCH_OK)
+            return describe_failure(status, plan, step, i - step->begin);
         exec->done++;
     }
     return OMPBATCH_OK;
