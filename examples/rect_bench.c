@@ -11,7 +11,12 @@
  * alternating; medians of the rounds. Every face is checked byte for byte against the device
  * array's contents after every round, on a host face poisoned before each copy.
  *
- * usage: rect_bench [--n N] [--rounds R] [--require-gpu]
+ * With --phases (and OMPBATCH_STATS=1, which turns the library's phase clocks on) it also
+ * prints where each face's rectangle time went, per round after the first (which pays the
+ * calibration): adding and planning, enqueueing (packing, launches), waiting (polling,
+ * blocking) and unpacking into the pageable face.
+ *
+ * usage: rect_bench [--n N] [--rounds R] [--phases] [--require-gpu]
  * Without a GPU it prints "no GPU: <reason>" and exits 0 (1 with --require-gpu).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +33,7 @@
 
 static size_t n = 256;
 static int rounds = 11;
+static int phases;
 
 typedef struct face {
     const char *name;
@@ -45,6 +51,21 @@ static void expected_face(const face *f, const double *all, double *out)
                 out[k++] = all[((f->offset[0] + a) * n + f->offset[1] + b) * n + f->offset[2] + c];
 }
 
+/* The library's phase clocks over the face's rounds after the first, per round, in microseconds. */
+static int print_phases(const face *f)
+{
+    ompbatch_hook_stats s = {.struct_size = sizeof(s)};
+    int status = ompbatch_hook_get_stats(&s);
+    if (status != OMPBATCH_OK)
+        return ex_report_failure(PROGRAM, "ompbatch_hook_get_stats", status);
+    double per = 1e3 * (rounds > 1 ? rounds - 1 : 1);
+    printf("%-4s phases per round: add %.1f us, plan %.1f, enqueue %.1f, poll %.1f, block %.1f, "
+           "unpack %.1f\n",
+           f->name, s.time_add_ns / per, s.time_plan_ns / per, s.time_enqueue_ns / per,
+           s.time_poll_ns / per, s.time_block_ns / per, s.time_unpack_ns / per);
+    return 0;
+}
+
 static int time_face(ex_gpu *gpu, const face *f, CUdeviceptr block, const double *host_block,
                      double *pageable, unsigned char *pinned, double *want, ompbatch_batch *batch)
 {
@@ -56,6 +77,9 @@ static int time_face(ex_gpu *gpu, const face *f, CUdeviceptr block, const double
     int status = OMPBATCH_OK;
     unsigned paths_used = 0;
     for (int r = 0; r < rounds && status == OMPBATCH_OK; r++) {
+        /* The first round pays the calibration and the first launches: the phases leave it out. */
+        if (phases && r == 1 && (status = ompbatch_hook_reset_stats()) != OMPBATCH_OK)
+            return ex_report_failure(PROGRAM, "ompbatch_hook_reset_stats", status);
         memset(pageable, EX_POISON, face_bytes);
         double t0 = ex_now_us();
         status = ompbatch_batch_add_rect(batch, pageable, OMPBATCH_HOST_DEVICE, EX_HPTR(block),
@@ -93,7 +117,7 @@ static int time_face(ex_gpu *gpu, const face *f, CUdeviceptr block, const double
            f->name, f->pieces, face_bytes, rect, ex_min(rect_us, (size_t)rounds), bulk,
            ex_min(bulk_us, (size_t)rounds), rect / bulk,
            ex_paths_name(paths_used, paths, sizeof(paths)));
-    return 0;
+    return phases ? print_phases(f) : 0;
 }
 
 int main(int argc, char **argv)
@@ -103,12 +127,15 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--require-gpu") == 0) {
             require_gpu = 1;
+        } else if (strcmp(a, "--phases") == 0) {
+            phases = 1;
         } else if (v != NULL && strcmp(a, "--n") == 0) {
             n = strtoull(v, NULL, 10), i++;
         } else if (v != NULL && strcmp(a, "--rounds") == 0) {
             rounds = atoi(v), i++;
         } else {
-            fprintf(stderr, "usage: " PROGRAM " [--n N] [--rounds R] [--require-gpu]\n");
+            fprintf(stderr,
+                    "usage: " PROGRAM " [--n N] [--rounds R] [--phases] [--require-gpu]\n");
             return 2;
         }
     }

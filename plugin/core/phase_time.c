@@ -19,6 +19,12 @@ void ob_phase_end(ob_phase phase, uint64_t start)
     atomic_fetch_add_explicit(&ob_phase_entries[phase], 1, memory_order_relaxed);
 }
 
+void ob_phase_add(ob_phase phase, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&ob_phase_ns[phase], ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ob_phase_entries[phase], 1, memory_order_relaxed);
+}
+
 const char *ob_phase_name(ob_phase phase)
 {
     static const char *const names[OB_PHASE_COUNT] = {
@@ -26,6 +32,8 @@ const char *ob_phase_name(ob_phase phase)
         [OB_PHASE_KERNEL] = "kernel",      [OB_PHASE_QUERY] = "query",
         [OB_PHASE_ADD] = "add",             [OB_PHASE_PLAN] = "plan",
         [OB_PHASE_ENQUEUE] = "enqueue",     [OB_PHASE_POLL] = "poll",
-        [OB_PHASE_BLOCK] = "block",         [OB_PHASE_UNPACK] = "unpack"};
+        [OB_PHASE_BLOCK] = "block",         [OB_PHASE_UNPACK] = "unpack",
+        [OB_PHASE_PACK] = "pack",           [OB_PHASE_LAUNCH] = "launch",
+        [OB_PHASE_COPY_CALL] = "copy-call"};
     return phase < OB_PHASE_COUNT ? names[phase] : "unknown";
 }

@@ -18,6 +18,10 @@ typedef enum ob_phase {
     OB_PHASE_POLL,          /* waiting by polling the stream */
     OB_PHASE_BLOCK,         /* waiting in cuStreamSynchronize once polling gave up */
     OB_PHASE_UNPACK,        /* staged bytes copied into pageable destinations after the wait */
+    /* Parts of the enqueue, printed on the statistics line only: */
+    OB_PHASE_PACK,          /* sources copied into pinned staging by the CPU */
+    OB_PHASE_LAUNCH,        /* the copy kernel's launches */
+    OB_PHASE_COPY_CALL,     /* the driver's copy calls (batch, per-copy, bulk staged copies) */
     OB_PHASE_COUNT
 } ob_phase;
 
@@ -27,6 +31,9 @@ extern atomic_uint_fast64_t ob_phase_entries[OB_PHASE_COUNT];
 /* A start time, or 0 when timing is off (ob_phase_end then does nothing). */
 uint64_t ob_phase_start(void);
 void ob_phase_end(ob_phase phase, uint64_t start);
+
+/* Adds ns to a phase entered once, for a phase timed in pieces by its caller. */
+void ob_phase_add(ob_phase phase, uint64_t ns);
 
 const char *ob_phase_name(ob_phase phase);
 

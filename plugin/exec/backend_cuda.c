@@ -5,6 +5,7 @@
 #include "plugin/core/alloc.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
+#include "plugin/core/phase_time.h"
 #include "plugin/cuda/stream_wait.h"
 #include "plugin/exec/backend.h"
 
@@ -149,12 +150,14 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t fail = SIZE_MAX;
     exec->driver_calls++;
     exec->batch_calls++;
+    uint64_t started = ob_phase_start();
     if (driver->form == OMPBATCH_FORM_V12080)
         status = OB_CU(driver, cuMemcpyBatchAsync_v12080, exec->dsts, exec->srcs, exec->sizes,
                        entries, attrs, idxs, attr_count, &fail, exec->stream);
     else
         status = OB_CU(driver, cuMemcpyBatchAsync_v13000, exec->dsts, exec->srcs, exec->sizes,
                        entries, attrs, idxs, attr_count, exec->stream);
+    ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status != OMPBATCH_OK)
         return fall_back(exec, plan, step, entries, n, status, fail);
     exec->stream_busy = 1;
@@ -165,8 +168,10 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 static int copy_async(ob_exec *exec, uintptr_t dst, uintptr_t src, size_t bytes)
 {
     exec->driver_calls++;
+    uint64_t started = ob_phase_start();
     int status = OB_CU(exec->driver, cuMemcpyAsync, (CUdeviceptr)dst, (CUdeviceptr)src, bytes,
                        exec->stream);
+    ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status == OMPBATCH_OK)
         exec->stream_busy = 1;
     return status;
