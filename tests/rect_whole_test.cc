@@ -342,6 +342,115 @@ TEST_F(RectWhole, AFailedLaunchNamesTheRectangleAndLeavesTheHostUntouched)
     ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
 }
 
+fake_cuda_stats fake_stats()
+{
+    fake_cuda_stats s;
+    fake().get_stats(&s);
+    return s;
+}
+
+// A rectangle the kernel gathers for a pageable destination is unpacked chunk by chunk as the
+// chunks say they landed: the fake runs half of the remaining chunks per query, in a scrambled
+// order, so the wait sees the launch part done several times and must unpack exactly the
+// chunks that landed, each once, into the right places.
+TEST_F(RectWhole, AGatheredRectangleIsUnpackedAsItsChunksLand)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x1a4d);
+    const size_t n = 96;
+    Buffer block(DEVICE, n * n * n * 8);
+    int partial = 0;
+    for (int trial = 0; trial < 12; trial++) {
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        Face f = trial % 3 == 0   ? Face{"x", {n, n, 1}, {0, 0, rng() % n}}
+                 : trial % 3 == 1 ? Face{"y", {n, 1, n}, {0, rng() % n, 0}}
+                                  : Face{"pencils", {n, 2, 5}, {0, rng() % (n - 2), rng() % (n - 5)}};
+        RectShape down = face_shape(f, n);
+        Buffer host(PAGEABLE, down.dst_bytes());
+        block.fill(trial * 3 + 100);
+        host.fill(trial * 3 + 101);
+        std::vector<unsigned char> want = expected(down, host, block.ptr);
+        fake().reset();
+        Batch batch;
+        ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, down, OMPBATCH_MAP_FROM))
+            << ompbatch_last_error();
+        run(batch);
+        EXPECT_EQ(1u, batch.stats().kernel_launches);
+        fake_cuda_stats fs = fake_stats();
+        EXPECT_GT(fs.rect_words_set, 0u) << "the launch's chunks set no words";
+        partial += fs.rect_partial_runs > 0;
+        ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes)) << f.name;
+    }
+    EXPECT_EQ(12, partial) << "every wait should have seen its launch half done";
+}
+
+// A launch whose chunks never say they landed (a kernel that does not signal) still ends: the
+// wait sees the stream done and unpacks everything then.
+TEST_F(RectWhole, ChunksThatNeverSayTheyLandedAreUnpackedWhenTheStreamIsDone)
+{
+    const size_t n = 40;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 7}}, n);
+    Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
+    block.fill(31);
+    host.fill(32);
+    std::vector<unsigned char> want = expected(x, host, block.ptr);
+    fake().set_rect_words(0);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    run(batch);
+    EXPECT_EQ(0u, fake_stats().rect_words_set);
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+}
+
+// A stream that fails while the wait unpacks as chunks land: the wait reports the query's
+// failure, nothing hangs, and the batch works again afterwards.
+TEST_F(RectWhole, AStreamFailingWhileChunksLandIsReportedAndTheBatchRecovers)
+{
+    const size_t n = 64;
+    RectShape x = face_shape({"x", {n, n, 1}, {0, 0, 11}}, n);
+    Buffer block(DEVICE, n * n * n * 8), host(PAGEABLE, x.dst_bytes());
+    block.fill(33);
+    host.fill(34);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    // The first query runs half of the chunks; the second fails.
+    ASSERT_EQ(0, fake().inject_failure("cuStreamQuery", 2, CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(batch.b));
+    EXPECT_TRUE(message_has("cuStreamQuery")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("CUDA_ERROR_ILLEGAL_ADDRESS")) << ompbatch_last_error();
+    block.fill(35);
+    std::vector<unsigned char> want = expected(x, host, block.ptr);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, block.ptr, 0, x));
+    run(batch);
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+}
+
+// A rectangle of more chunks than the launch has blocks: each block lands several chunks in
+// turn, every chunk says so once, and the bytes are exact.
+TEST_F(RectWhole, ALargeRectangleLandsChunkByChunkToo)
+{
+    // 2-byte elements in runs of 260: units of 2 bytes, 65 536 x 260 of them.
+    RectShape r;
+    r.element = 2;
+    r.dims = 2;
+    r.volume = {65536, 260};
+    r.src_dim = {65536, 261};
+    r.src_off = {0, 1};
+    r.dst_dim = {65536, 260};
+    r.dst_off = {0, 0};
+    Buffer dev(DEVICE, r.src_bytes()), host(PAGEABLE, r.dst_bytes());
+    dev.fill(36);
+    host.fill(37);
+    std::vector<unsigned char> want = expected(r, host, dev.ptr);
+    Batch batch;
+    ASSERT_EQ(OMPBATCH_OK, add(batch.b, host.ptr, H, dev.ptr, 0, r)) << ompbatch_last_error();
+    run(batch);
+    EXPECT_EQ(1u, batch.stats().kernel_launches);
+    EXPECT_EQ(65536u * 260 / 256, fake_stats().rect_words_set);
+    ASSERT_EQ(0, std::memcmp(host.ptr, want.data(), host.bytes));
+}
+
 // A refill with other rectangles at the same addresses plans again: the plan of the first
 // never copies the second's geometry.
 TEST_F(RectWhole, RefillsWithOtherGeometriesAreExact)

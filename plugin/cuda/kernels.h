@@ -17,6 +17,9 @@ typedef struct ob_piece {
 
 #define OB_COPY_PIECES_KERNEL "ob_copy_pieces"
 
+/* Threads per block of every launch of either kernel. */
+#define OB_COPY_KERNEL_THREADS 256
+
 /* The rectangle kernel's geometry: keep in step with copy_pieces.cu. A walk lays a compact
  * byte offset x out in memory: with q = x / run, the byte lies at
  *   (x mod run) + sum over d of ((q / (count[0] * ... * count[d-1])) mod count[d]) * stride[d]
@@ -32,12 +35,19 @@ typedef struct ob_walk {
 
 /* One launch of the rectangle kernel, passed by value: `bytes` compact bytes from src's walk
  * to dst's, in units of `unit` bytes (1, 2, 4, 8 or 16; every address a unit touches is
- * aligned to it and no run is cut inside one). */
+ * aligned to it and no run is cut inside one).
+ *
+ * `flags`, when not 0, is the address of one 32-bit word per chunk of OB_COPY_KERNEL_THREADS
+ * units: chunk c is compact units [c * OB_COPY_KERNEL_THREADS, (c + 1) *
+ * OB_COPY_KERNEL_THREADS). Block b moves chunks b, b + blocks, b + 2 * blocks, ... in turn,
+ * and after each, following a system-wide fence, sets the chunk's word to 1: the host can read
+ * a chunk as soon as it sees its word, before the launch has finished. */
 typedef struct ob_rect_piece {
     uint64_t dst;
     uint64_t src;
     uint64_t bytes;
     uint64_t unit;
+    uint64_t flags;
     ob_walk dst_walk;
     ob_walk src_walk;
 } ob_rect_piece;

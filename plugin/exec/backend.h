@@ -4,6 +4,7 @@
 #define OMPBATCH_PLUGIN_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plugin/cuda/driver.h"
 #include "plugin/cuda/kernels.h"
@@ -19,6 +20,17 @@ typedef struct ob_host_move {
     size_t bytes;
     const ob_walk *walk;
 } ob_host_move;
+
+/* A rectangle the kernel gathers into pinned staging chunk by chunk, each chunk saying when
+ * it landed (kernels.h, ob_rect_piece.flags): the wait unpacks it chunk by chunk while the rest
+ * of the launch still runs. */
+typedef struct ob_rect_progress {
+    size_t move;            /* its unpack in ob_exec.moves */
+    const uint32_t *flags;  /* one word per chunk, zeroed before the launch */
+    size_t chunks;
+    size_t chunk_bytes;     /* compact bytes of each chunk */
+    size_t unpacked;        /* chunks unpacked so far, from the first */
+} ob_rect_progress;
 
 /* Counters of the staged strategy, added up over a submit. */
 typedef struct ob_staged_counts {
@@ -64,6 +76,9 @@ typedef struct ob_exec {
     CUdeviceptr scatter_table; /* descriptors finish launches with */
     size_t scatter_count;
     size_t unpack_begin;       /* moves[unpack_begin, move_count) wait for the stream */
+    ob_rect_progress *progress; /* of those, rectangles unpacked as their blocks land */
+    size_t progress_count;
+    size_t progress_capacity;
     ob_staged_counts staged;
     /* The descriptors of a staged step that only moves in place, kept on the device once the
      * same plan ran twice: later refills with the same copies launch on them directly. */

@@ -9,14 +9,16 @@
  *   5. at the wait: unpack gathered bytes into their destinations, give the staging back.
  * A rectangle (walk.h) is one launch of the rectangle kernel instead of descriptors: packed by
  * the CPU along its source's walk and scattered after the bulk copy, gathered by the kernel
- * straight into pinned staging and unpacked along its destination's walk, or moved in
- * place. */
+ * straight into pinned staging and unpacked along its destination's walk -- chunk by chunk
+ * while the launch still runs, each chunk saying when it landed -- or moved in place. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugin/core/alloc.h"
+#include "plugin/core/clock.h"
+#include "plugin/core/config.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/core/phase_time.h"
@@ -33,7 +35,6 @@
 #define OB_CHUNK_MIN ((size_t)4 << 10)
 #define OB_CHUNK_MAX ((size_t)64 << 10)
 #define OB_CHUNK_TARGET_BLOCKS 1024
-#define OB_KERNEL_THREADS 256
 #define OB_KERNEL_MAX_BLOCKS 65535u
 /* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
 #define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
@@ -104,8 +105,10 @@ static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
     unsigned int n = (unsigned int)count;
     unsigned int blocks = n < OB_KERNEL_MAX_BLOCKS ? n : OB_KERNEL_MAX_BLOCKS;
     void *params[] = {&table, &n};
+    uint64_t started = ob_phase_start();
     int status = OB_CU(exec->driver, cuLaunchKernel, exec->kernel, blocks, 1, 1,
-                       OB_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+                       OB_COPY_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+    ob_phase_end(OB_PHASE_LAUNCH, started);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the copy kernel (%zu pieces): ", count);
     exec->stream_busy = 1;
@@ -114,16 +117,34 @@ static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
     return OMPBATCH_OK;
 }
 
+/* Chunks of OB_COPY_KERNEL_THREADS units in a rectangle (kernels.h). */
+static size_t rect_chunks(uint64_t bytes, uint64_t unit)
+{
+    uint64_t units = bytes / unit;
+    return (size_t)((units + OB_COPY_KERNEL_THREADS - 1) / OB_COPY_KERNEL_THREADS);
+}
+
+/* A launch whose chunks say when they landed takes them in this many rounds of its blocks, so
+ * that the first rounds land while the last still run and the host unpacks in between (an
+ * x face of 512 KiB on an H100: 36 us in 4 rounds, 44 in 1, 47 in 16; a build may set it with
+ * -D to measure again). */
+#ifndef OB_RECT_ROUNDS
+#define OB_RECT_ROUNDS 4
+#endif
+
 /* One rectangle in one launch (copy_pieces.cu): its geometry travels as the parameter. */
 static int launch_rect(ob_exec *exec, const ob_rect_piece *piece)
 {
-    uint64_t units = piece->bytes / piece->unit;
-    uint64_t wanted = (units + OB_KERNEL_THREADS - 1) / OB_KERNEL_THREADS;
+    uint64_t wanted = rect_chunks(piece->bytes, piece->unit);
+    if (piece->flags != 0)
+        wanted = (wanted + OB_RECT_ROUNDS - 1) / OB_RECT_ROUNDS;
     unsigned int blocks = wanted < OB_KERNEL_MAX_BLOCKS ? (unsigned int)wanted
                                                         : OB_KERNEL_MAX_BLOCKS;
     void *params[] = {(void *)piece};
+    uint64_t started = ob_phase_start();
     int status = OB_CU(exec->driver, cuLaunchKernel, exec->rect_kernel, blocks, 1, 1,
-                       OB_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+                       OB_COPY_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
+    ob_phase_end(OB_PHASE_LAUNCH, started);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the rectangle kernel (%" PRIu64 " bytes): ",
                                piece->bytes);
@@ -283,6 +304,7 @@ typedef struct layout {
     size_t pack_bytes;
     size_t gather_bytes;
     size_t rect_gather_bytes; /* rectangles the kernel gathers straight into pinned staging */
+    size_t rect_flag_bytes;   /* their chunks' words, at most */
     int pack_in_stream_order; /* a packed source the stream may still be writing */
 } layout;
 
@@ -304,6 +326,8 @@ static void measure(const ob_plan *plan, const ob_step *step, layout *out)
             } else if (c->stage_how == OB_STAGE_GATHER) {
                 out->gathers++;
                 place(&out->rect_gather_bytes, 0, c->bytes);
+                /* A unit of one byte: the most chunks. */
+                out->rect_flag_bytes += align_up(rect_chunks(c->bytes, 1) * sizeof(uint32_t), 64);
             } else {
                 out->in_place++;
             }
@@ -428,11 +452,17 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
         return status;
     if (ob_staging_acquire(exec->ordinal,
-                           first_table + second_table + pack_area + gather_area + rect_gather_area,
+                           first_table + second_table + pack_area + gather_area +
+                               rect_gather_area + lay.rect_flag_bytes,
                            second_table + pack_area + gather_area, &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     if ((status = reserve_moves(exec, lay.packs + lay.gathers)) != OMPBATCH_OK)
         return status;
+    if (ob_grow((void **)&exec->progress, &exec->progress_capacity, lay.gathers,
+                sizeof(*exec->progress)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu rectangle unpacks",
+                       lay.gathers);
+    exec->progress_count = 0;
     if (ob_grow((void **)&exec->rect_scatters, &exec->rect_scatter_capacity, lay.rects,
                 sizeof(*exec->rect_scatters)) != 0)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu rectangle launches",
@@ -450,6 +480,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
      * latency. */
     unsigned char *rect_gather_host = gather_host + gather_area;
     size_t rect_gather_cursor = 0;
+    unsigned char *rect_flags_host = rect_gather_host + rect_gather_area;
+    size_t rect_flags_cursor = 0;
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
@@ -480,14 +512,23 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                 exec->rect_scatters[exec->rect_scatter_count++] =
                     rect_piece(r, c->dst, &r->dst, pack_device + at, NULL);
                 break;
-            case OB_STAGE_GATHER:
+            case OB_STAGE_GATHER: {
                 at = place(&rect_gather_cursor, 0, c->bytes);
-                exec->rect_scatters[lay.rects - 1 - first_rects++] = rect_piece(
-                    r, (uint64_t)(uintptr_t)(rect_gather_host + at), NULL, c->src, &r->src);
+                ob_rect_piece *piece = &exec->rect_scatters[lay.rects - 1 - first_rects++];
+                *piece = rect_piece(r, (uint64_t)(uintptr_t)(rect_gather_host + at), NULL,
+                                    c->src, &r->src);
+                size_t words = rect_chunks(piece->bytes, piece->unit);
+                uint32_t *flags = (uint32_t *)(rect_flags_host + rect_flags_cursor);
+                rect_flags_cursor += align_up(words * sizeof(*flags), 64);
+                memset(flags, 0, words * sizeof(*flags));
+                piece->flags = (uint64_t)(uintptr_t)flags;
+                exec->progress[exec->progress_count++] = (ob_rect_progress){
+                    u, flags, words, OB_COPY_KERNEL_THREADS * piece->unit, 0};
                 exec->moves[u++] =
                     (ob_host_move){(void *)c->dst, rect_gather_host + at, c->bytes, &r->dst};
                 exec->staged.paths |= OMPBATCH_PATH_STAGED;
                 break;
+            }
             case OB_STAGE_IN_PLACE:
                 exec->rect_scatters[lay.rects - 1 - first_rects++] =
                     rect_piece(r, (uint64_t)((intptr_t)c->dst + c->dst_mem.device_offset),
@@ -527,7 +568,9 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
         return status;
     if (packs > 0) {
+        uint64_t started = ob_phase_start();
         ob_host_moves_run(exec->moves, packs, 1);
+        ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
     if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
@@ -568,6 +611,7 @@ int ob_staged_flush_extras(ob_exec *exec)
     if (n == 0)
         return OMPBATCH_OK;
     int status = OMPBATCH_OK;
+    uint64_t started = ob_phase_start();
     /* With no direct copies in the level, the copy-engine part may be one bulk copy: a batch
      * of one gains nothing, and cuMemcpyAsync costs the hook's small constructs less. */
     if (n > 1 && (driver->form == OMPBATCH_FORM_V13000 || driver->form == OMPBATCH_FORM_V12080)) {
@@ -590,6 +634,7 @@ int ob_staged_flush_extras(ob_exec *exec)
                            exec->extra_sizes[i], exec->stream);
         }
     }
+    ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the staged bulk copy: ");
     exec->stream_busy = 1;
@@ -608,8 +653,90 @@ int ob_staged_finish(ob_exec *exec)
     return status;
 }
 
+/* Unpacks the rectangle's landed chunks from the first not unpacked up to `to`. */
+static void unpack_chunks(ob_host_move *move, ob_rect_progress *p, size_t to)
+{
+    size_t begin = p->unpacked * p->chunk_bytes, end = to * p->chunk_bytes;
+    if (end > move->bytes)
+        end = move->bytes;
+    if (begin < end)
+        move_range(move, begin, end, 0, copy_plain);
+    p->unpacked = to;
+}
+
+/* How many of the rectangle's chunks, from the first, have landed. */
+static size_t chunks_landed(const ob_rect_progress *p)
+{
+    size_t landed = p->unpacked;
+    while (landed < p->chunks && __atomic_load_n(&p->flags[landed], __ATOMIC_ACQUIRE) != 0)
+        landed++;
+    return landed;
+}
+
+/* Looks at the words this many times between two stream queries while no chunk lands: a
+ * look costs nanoseconds, a query about a microsecond. */
+#define OB_LOOKS_PER_QUERY 64
+/* Landed chunks are unpacked once they hold this much, or when they are the last ones. */
+#define OB_UNPACK_AT_LEAST ((size_t)16 << 10)
+
+/* While the stream runs, unpacks the gathered rectangles chunk by chunk as their words say
+ * the chunks landed, one rectangle after the other (their launches run in that order). Stops
+ * when all are unpacked, when a query finds the stream done (exec->stream_busy is then
+ * cleared), or when no chunk landed for OMPBATCH_WAIT_POLL_US: the wait then blocks, and
+ * complete unpacks what is left. The time is the poll's, but for the unpacks'. */
+static int unpack_as_chunks_land(ob_exec *exec)
+{
+    const ob_driver *driver = exec->driver;
+    if (driver->fn.cuStreamQuery == NULL)
+        return OMPBATCH_OK; /* nothing would end the loop if the words never came */
+    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
+    uint64_t started = ob_phase_start(), unpacking = 0;
+    uint64_t quiet_since = ob_clock_ns();
+    size_t looks = 0;
+    int status = OMPBATCH_OK;
+    for (size_t k = 0; k < exec->progress_count && exec->stream_busy;) {
+        ob_rect_progress *p = &exec->progress[k];
+        size_t landed = chunks_landed(p);
+        if (landed == p->chunks || (landed - p->unpacked) * p->chunk_bytes >= OB_UNPACK_AT_LEAST) {
+            uint64_t unpack_started = ob_phase_start();
+            unpack_chunks(&exec->moves[p->move], p, landed);
+            if (unpack_started != 0) {
+                ob_phase_end(OB_PHASE_UNPACK, unpack_started);
+                unpacking += ob_clock_ns() - unpack_started;
+            }
+            quiet_since = ob_clock_ns();
+            k += landed == p->chunks;
+            continue;
+        }
+        if (++looks % OB_LOOKS_PER_QUERY != 0)
+            continue;
+        CUresult r = driver->fn.cuStreamQuery(exec->stream);
+        if (r == CUDA_SUCCESS) {
+            exec->stream_busy = 0;
+        } else if (r != CUDA_ERROR_NOT_READY) {
+            status = ob_cu_check(driver, r, "cuStreamQuery");
+            break;
+        } else if (ob_clock_ns() - quiet_since > budget) {
+            break;
+        }
+    }
+    if (started != 0)
+        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started - unpacking);
+    return status;
+}
+
 void ob_staged_complete(ob_exec *exec)
 {
+    /* What the waits left of the rectangles unpacked as their chunks landed; discarded
+     * unpacks (a failed wait) are past move_count. */
+    for (size_t k = 0; k < exec->progress_count; k++) {
+        ob_rect_progress *p = &exec->progress[k];
+        if (p->move < exec->move_count) {
+            unpack_chunks(&exec->moves[p->move], p, p->chunks);
+            exec->moves[p->move].bytes = 0;
+        }
+    }
+    exec->progress_count = 0;
     if (exec->move_count > exec->unpack_begin)
         ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
                           0);
@@ -621,7 +748,9 @@ void ob_staged_complete(ob_exec *exec)
 int ob_staged_wait(ob_exec *exec)
 {
     int status = OMPBATCH_OK;
-    if (exec->stream_busy)
+    if (exec->stream_busy && exec->progress_count > 0)
+        status = unpack_as_chunks_land(exec);
+    if (exec->stream_busy && status == OMPBATCH_OK)
         status = ob_stream_wait(exec->driver, exec->stream);
     /* A failed synchronisation leaves the stream in an unknown state; asking again would
      * report the same error, so the batch stops treating it as busy either way. */

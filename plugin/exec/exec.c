@@ -96,6 +96,7 @@ void ob_exec_free(ob_exec *exec)
     free(exec->sizes);
     free(exec->moves);
     free(exec->rect_scatters);
+    free(exec->progress);
     free(exec->attrs);
     free(exec->attr_idxs);
     memset(exec, 0, sizeof(*exec));

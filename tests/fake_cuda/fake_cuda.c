@@ -95,9 +95,12 @@ struct op {
      * descriptors {dst, src, bytes} (3 x u64) at pieces, read when the kernel runs. */
     const uint64_t *pieces;
     unsigned int piece_count;
-    /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch. */
+    /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch, its
+     * block size, and how many of its chunks have run (in the order rect_chunk_order gives). */
     bool is_rect;
     ob_rect_piece rect;
+    unsigned int block;
+    uint64_t chunks_run;
 };
 
 /* The one module and function the fake knows, plugin/cuda/kernels/copy_pieces.cu's ob_copy_pieces,
@@ -141,6 +144,7 @@ struct config {
     bool log;
     bool no_peer_access;
     unsigned primary_flags; /* what cuDevicePrimaryCtxGetState reports */
+    bool no_rect_words;     /* rectangle blocks never set their words */
 };
 
 struct injection {
@@ -215,6 +219,7 @@ static void load_config(void)
     g.cfg.log = env_long("FAKE_CUDA_LOG", 0, 0, 1) != 0;
     g.cfg.no_peer_access = env_long("FAKE_CUDA_NO_PEER_ACCESS", 0, 0, 1) != 0;
     g.cfg.primary_flags = (unsigned)env_long("FAKE_CUDA_PRIMARY_CTX_FLAGS", 0, 0, 0xff);
+    g.cfg.no_rect_words = false;
 }
 
 static void init_once(void)
@@ -424,9 +429,54 @@ static uint64_t rect_at(const ob_walk *w, uint64_t x)
     return at;
 }
 
-/* The rectangle kernel, unit by unit as the GPU runs it: a unit at an address not aligned to
- * it, or outside memory the GPU reaches, stops the test. */
-static void rect_run(const struct op *op, int ordinal)
+/* Units [from, to) of a rectangle launch, one by one as the GPU moves them: a unit at an
+ * address not aligned to it, or outside memory the GPU reaches, stops the test. */
+static void rect_units(const ob_rect_piece *p, int ordinal, uint64_t from, uint64_t to)
+{
+    uint64_t unit = p->unit;
+    uintptr_t last_dst = 0, last_src = 0;
+    for (uint64_t u = from; u < to; u++) {
+        uint64_t x = u * unit;
+        uintptr_t dst = (uintptr_t)(p->dst + rect_at(&p->dst_walk, x));
+        uintptr_t src = (uintptr_t)(p->src + rect_at(&p->src_walk, x));
+        if ((dst | src) % unit != 0)
+            die("ob_copy_rect: offset %lu: dst %#lx or src %#lx not aligned to %lu bytes",
+                (unsigned long)x, (unsigned long)dst, (unsigned long)src, (unsigned long)unit);
+        if (u == from || dst != last_dst + unit)
+            check_reachable(ordinal, "rectangle dst", 0, dst, unit);
+        if (u == from || src != last_src + unit)
+            check_reachable(ordinal, "rectangle src", 0, src, unit);
+        memcpy((void *)dst, (const void *)src, unit);
+        last_dst = dst;
+        last_src = src;
+    }
+}
+
+/* The k-th of n chunks to run: a stride coprime with n visits every chunk once, far from the
+ * order of their numbers, as a GPU may finish them. */
+static uint64_t rect_chunk_order(uint64_t k, uint64_t n)
+{
+    static const uint64_t strides[] = {7919, 7907, 7901};
+    uint64_t stride = 1;
+    for (size_t i = 0; i < sizeof strides / sizeof strides[0]; i++)
+        if (n % strides[i] != 0) {
+            stride = strides[i];
+            break;
+        }
+    return (k * stride + n / 2) % n;
+}
+
+static uint64_t rect_chunk_count(const struct op *op)
+{
+    uint64_t units = op->rect.bytes / op->rect.unit;
+    return (units + op->block - 1) / op->block;
+}
+
+/* Runs the rectangle launch until `upto` of its chunks (a block's worth of units each, taken
+ * in turn by the grid's blocks as copy_pieces.cu does) have run, in a scrambled order. With
+ * flags (kernels.h) each chunk then sets its word, which must lie in pinned memory the GPU
+ * reaches. */
+static void rect_run(struct op *op, int ordinal, uint64_t upto)
 {
     const ob_rect_piece *p = &op->rect;
     uint64_t unit = p->unit;
@@ -437,32 +487,46 @@ static void rect_run(const struct op *op, int ordinal)
         die("ob_copy_rect: %lu bytes in units of %lu, %lu and %lu dimensions",
             (unsigned long)p->bytes, (unsigned long)unit, (unsigned long)p->dst_walk.dims,
             (unsigned long)p->src_walk.dims);
-    uintptr_t last_dst = 0, last_src = 0;
-    for (uint64_t x = 0; x < p->bytes; x += unit) {
-        uintptr_t dst = (uintptr_t)(p->dst + rect_at(&p->dst_walk, x));
-        uintptr_t src = (uintptr_t)(p->src + rect_at(&p->src_walk, x));
-        if ((dst | src) % unit != 0)
-            die("ob_copy_rect: offset %lu: dst %#lx or src %#lx not aligned to %lu bytes",
-                (unsigned long)x, (unsigned long)dst, (unsigned long)src, (unsigned long)unit);
-        if (x == 0 || dst != last_dst + unit)
-            check_reachable(ordinal, "rectangle dst", 0, dst, unit);
-        if (x == 0 || src != last_src + unit)
-            check_reachable(ordinal, "rectangle src", 0, src, unit);
-        memcpy((void *)dst, (const void *)src, unit);
-        last_dst = dst;
-        last_src = src;
+    uint64_t units = p->bytes / unit, chunks = rect_chunk_count(op);
+    for (; op->chunks_run < upto; op->chunks_run++) {
+        uint64_t c = rect_chunk_order(op->chunks_run, chunks);
+        uint64_t first = c * op->block, last = first + op->block < units ? first + op->block : units;
+        rect_units(p, ordinal, first, last);
+        if (p->flags != 0 && !g.cfg.no_rect_words) {
+            uintptr_t word = (uintptr_t)(p->flags + 4 * c);
+            check_reachable(ordinal, "rectangle word", (unsigned int)c, word, 4);
+            const struct alloc *a = alloc_containing(word);
+            if (a == NULL || a->kind != ALLOC_HOST)
+                die("ob_copy_rect: chunk %lu's word %#lx is not in pinned host memory",
+                    (unsigned long)c, (unsigned long)word);
+            __atomic_store_n((uint32_t *)word, 1u, __ATOMIC_RELEASE);
+            g.stats.rect_words_set++;
+        }
     }
-    g.stats.bytes_executed += p->bytes;
-    g.stats.copies_executed++;
-    g.stats.kernels_executed++;
+    if (op->chunks_run == chunks) {
+        g.stats.bytes_executed += p->bytes;
+        g.stats.copies_executed++;
+        g.stats.kernels_executed++;
+    }
 }
 
-static void stream_run(struct CUstream_st *s)
+/* Runs the stream's work in order. With `partly`, a rectangle launch whose chunks set words
+ * runs half of its remaining chunks and stops the stream there (what a query sees of a launch
+ * still running); the work after it stays queued. */
+static void stream_run_some(struct CUstream_st *s, bool partly)
 {
     for (size_t i = 0; i < s->nops; i++) {
         struct op *op = &s->ops[i];
         if (op->is_rect) {
-            rect_run(op, s->ctx->ordinal);
+            uint64_t chunks = rect_chunk_count(op);
+            if (partly && op->rect.flags != 0 && chunks - op->chunks_run > 1) {
+                rect_run(op, s->ctx->ordinal, op->chunks_run + (chunks - op->chunks_run + 1) / 2);
+                memmove(s->ops, op, (s->nops - i) * sizeof *op);
+                s->nops -= i;
+                g.stats.rect_partial_runs++;
+                return;
+            }
+            rect_run(op, s->ctx->ordinal, chunks);
             continue;
         }
         if (op->pieces != NULL) {
@@ -476,6 +540,11 @@ static void stream_run(struct CUstream_st *s)
         g.stats.bytes_executed += op->size;
     }
     s->nops = 0;
+}
+
+static void stream_run(struct CUstream_st *s)
+{
+    stream_run_some(s, false);
 }
 
 static void stream_discard(struct CUstream_st *s)
@@ -1146,7 +1215,11 @@ static CUresult CUDAAPI fake_cuStreamQuery(CUstream h)
     CUresult r;
     struct CUstream_st *s = NULL;
     if (begin_wait(FAKE_EP_cuStreamQuery, h, &s, &r) && s->nops > 0) {
-        stream_sync(s);
+        /* A non-blocking stream's rectangle launch with words is seen half way first. */
+        if (s->flags & CU_STREAM_NON_BLOCKING)
+            stream_run_some(s, true);
+        else
+            stream_sync(s);
         r = CUDA_ERROR_NOT_READY;
     }
     unlock();
@@ -1348,6 +1421,7 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         if (rect) {
             op->is_rect = true;
             memcpy(&op->rect, params[0], sizeof op->rect); /* by value, as the launch does */
+            op->block = bx;
         } else {
             op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
             op->piece_count = *(unsigned int *)params[1];
@@ -2116,6 +2190,13 @@ FAKE_CONTROL void fake_cuda_set_any_reads_early(int on)
 {
     lock();
     g.cfg.any_reads_early = on != 0;
+    unlock();
+}
+
+FAKE_CONTROL void fake_cuda_set_rect_words(int on)
+{
+    lock();
+    g.cfg.no_rect_words = on == 0;
     unlock();
 }
 

@@ -11,7 +11,9 @@
  *   the copies; the bytes move at cuStreamSynchronize, cuStreamDestroy, cuMemFree/cuMemFreeHost
  *   (which synchronize everything, as the real ones may) or cuMemsetD8 (which runs the legacy
  *   stream and the context's blocking streams first, then sets the bytes before it returns).
- *   A caller that reads a destination before waiting sees old bytes.
+ *   A caller that reads a destination before waiting sees old bytes. A cuStreamQuery of a
+ *   stream with pending work runs it and answers not ready; a rectangle launch whose chunks
+ *   set words (plugin/cuda/kernels.h) is run half of its remaining chunks at a time there.
  * - NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are one queue per context, accepted by
  *   cuMemcpyAsync and cuStreamSynchronize and refused by cuMemcpyBatchAsync.
  * - Sources of batch copies whose attribute says CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL are
@@ -99,6 +101,8 @@ struct fake_cuda_stats {
      * released while they were alive. */
     unsigned long long resources_reclaimed;
     unsigned long long peer_enables; /* cuCtxEnablePeerAccess calls that enabled a pair */
+    unsigned long long rect_words_set;    /* words set by rectangle chunks (kernels.h, flags) */
+    unsigned long long rect_partial_runs; /* queries that ran part of a rectangle launch */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
     unsigned long long live_allocations;
@@ -141,6 +145,11 @@ struct fake_cuda_batch_record {
     X(void, set_strict_dependencies, (int on))                                                  \
     X(void, set_unavailable_result, (CUresult result))                                          \
     X(void, set_any_reads_early, (int on))                                                      \
+    /* 1 (the default): a rectangle launch with flags (kernels.h) sets each chunk's word as the \
+     * chunk lands, and a query of a non-blocking stream whose next work is such a launch runs \
+     * half of its remaining chunks, in a scrambled order, and answers not ready. 0: its       \
+     * chunks never set their words (a kernel that does not signal). */                        \
+    X(void, set_rect_words, (int on))                                                           \
     /* Back to the environment's values (or the defaults) for everything above. */             \
     X(void, reset_config, (void))                                                               \
     /* Forgets cuInit, as in a fresh process; allocations, streams and contexts stay. */       \

@@ -65,6 +65,7 @@ struct ob_rect_piece {
     unsigned long long src;
     unsigned long long bytes;
     unsigned long long unit;
+    unsigned long long flags;
     ob_walk dst_walk;
     ob_walk src_walk;
 };
@@ -88,14 +89,35 @@ __device__ unsigned long long walk_at(const ob_walk &w, unsigned long long x)
 }
 
 template <typename T>
+__device__ void copy_rect_unit(const ob_rect_piece &p, unsigned long long u)
+{
+    unsigned long long x = u * sizeof(T);
+    *(T *)(p.dst + walk_at(p.dst_walk, x)) = *(const T *)(p.src + walk_at(p.src_walk, x));
+}
+
+template <typename T>
 __device__ void copy_rect_units(const ob_rect_piece &p)
 {
     unsigned long long units = p.bytes / sizeof(T);
-    unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long u = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         u < units; u += step) {
-        unsigned long long x = u * sizeof(T);
-        *(T *)(p.dst + walk_at(p.dst_walk, x)) = *(const T *)(p.src + walk_at(p.src_walk, x));
+    if (p.flags == 0) {
+        unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+        for (unsigned long long u = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             u < units; u += step)
+            copy_rect_unit<T>(p, u);
+        return;
+    }
+    /* Chunk by chunk, each chunk's word once its units have landed (kernels.h): every
+     * thread's stores are made visible system-wide before the block's one store of the word.
+     * The chunk index is the block's, so every thread takes the barrier equally often. */
+    unsigned long long chunks = (units + blockDim.x - 1) / blockDim.x;
+    for (unsigned long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+        unsigned long long u = c * blockDim.x + threadIdx.x;
+        if (u < units)
+            copy_rect_unit<T>(p, u);
+        __threadfence_system();
+        __syncthreads();
+        if (threadIdx.x == 0)
+            ((volatile unsigned int *)p.flags)[c] = 1;
     }
 }
 
