@@ -18,11 +18,11 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
-#include "plugin/exec/backend_staged.h"
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/core/config.h"
 #include "plugin/plan/cost.h"
 #include "plugin/cuda/driver_api.h"
-#include "plugin/api/multi.h"
+#include "plugin/cuda/peers.h"
 #include "plugin/cuda/staging.h"
 }
 
@@ -179,9 +179,9 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
                     // A fresh driver load, so that load-time calls can fail too.
                     fake().reset();
                     fake().deinit();
-                    ob_staged_forget_kernels_for_testing();
+                    ob_kernels_forget_for_testing();
                     // Peer access is asked once per process: ask again under the injection.
-                    ob_multi_forget_peers_for_testing();
+                    ob_peers_forget_for_testing();
                     ASSERT_EQ(0, fake().inject_failure(site, nth, result));
                     ob_driver_reload_for_testing();
                     why.clear();

@@ -18,7 +18,7 @@ extern "C" {
 #include "plugin/plan/cost.h"
 #include "plugin/api/cost_models.h"
 #include "plugin/cuda/device.h"
-#include "plugin/api/multi.h"
+#include "plugin/cuda/peers.h"
 #include "plugin/cuda/resources.h"
 }
 
@@ -625,7 +625,7 @@ TEST_F(MultiDevice, WithoutPeerAccessCopiesStillArrive)
 {
     setenv("FAKE_CUDA_NO_PEER_ACCESS", "1", 1);
     load();
-    ob_multi_forget_peers_for_testing();
+    ob_peers_forget_for_testing();
     Buffer d1(DEVICE, 4096, 1), d7(DEVICE, 4096, 7), seed(PINNED, 4096);
     seed.fill(11);
     Batch batch(1);
@@ -654,7 +654,7 @@ TEST_F(MultiDevice, FailingPeerAccessCallsAreRoutedAround)
 {
     for (const char *entry : {"cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess"}) {
         load();
-        ob_multi_forget_peers_for_testing();
+        ob_peers_forget_for_testing();
         Buffer d2(DEVICE, 4096, 2), d6(DEVICE, 4096, 6), seed(PINNED, 4096);
         seed.fill(entry[2]);
         Batch batch(2);

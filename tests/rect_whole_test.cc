@@ -17,7 +17,7 @@ extern "C" {
 #include "plugin/api/cost_models.h"
 #include "plugin/cuda/staging.h"
 #include "plugin/core/workers.h"
-#include "plugin/exec/backend_staged.h"
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/plan/cost.h"
 #include "plugin/plan/walk.h"
 }
@@ -30,7 +30,7 @@ protected:
     {
         unsetenv("OMPBATCH_STRATEGY");
         load();
-        ob_staged_forget_kernels_for_testing();
+        ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
         ob_workers_ignore_load_for_testing(1);

@@ -21,6 +21,7 @@
 #include "tests/fake_fixture.h"
 
 extern "C" {
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/exec/backend_staged.h"
 #include "plugin/api/batch.h"
 #include "plugin/core/config.h"
@@ -101,7 +102,7 @@ protected:
         unsetenv("OMPBATCH_STAGING_MB");
         unsetenv("OMPBATCH_COST");
         load();
-        ob_staged_forget_kernels_for_testing();
+        ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
         // The pipelined path is left when the host is busy: tests run beside each other.
@@ -972,7 +973,7 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
     for (const auto &row : rows) {
         SCOPED_TRACE(row.entry);
         ob_staging_free_idle();
-        ob_staged_forget_kernels_for_testing();
+        ob_kernels_forget_for_testing();
         host.fill(7);
         dev.fill(8);
         Batch b(0, nullptr, &o);
@@ -1004,7 +1005,7 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
         ob_staging_get_totals(&t);
         EXPECT_EQ(0u, t.in_use);
         // The next batch works.
-        ob_staged_forget_kernels_for_testing();
+        ob_kernels_forget_for_testing();
         EXPECT_EQ(16u, move(kLanes[H2D_PAGEABLE], random_sizes(16, 900, 4),
                             OMPBATCH_STRATEGY_STAGED, 77).staged_copies);
     }

@@ -13,10 +13,8 @@
 #include "plugin/core/log.h"
 #include "plugin/cuda/driver.h"
 
-#define OB_COST_MAX_DEVICES 64
-
+/* Each device's model lives in its slot (driver.h), built under this lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static ob_cost_model *models[OB_COST_MAX_DEVICES];
 
 /* "-blocking" or "-yield" for a primary context whose waits block or yield, "" for one that
  * spins (CUDA's automatic choice, for fewer contexts than cores), NULL when the driver cannot
@@ -119,27 +117,36 @@ static void build_model(int ordinal, ob_cost_model *model)
         fprintf(stderr, "ompbatch: ignoring OMPBATCH_COST: %s\n", ompbatch_last_error());
 }
 
+/* The model of batches with no CUDA device behind them (host batches, no driver): the
+ * built-in figures and OMPBATCH_COST, built once. */
+static ob_cost_model without_device;
+static int without_device_built;
+
 const ob_cost_model *ob_cost_model_for(int ordinal)
 {
-    static ob_cost_model fallback; /* out-of-range ordinals and allocation failures */
-    if (ordinal < 0 || ordinal >= OB_COST_MAX_DEVICES) {
-        pthread_mutex_lock(&lock);
-        ob_cost_builtin(&fallback);
-        pthread_mutex_unlock(&lock);
-        return &fallback;
-    }
+    static ob_cost_model no_memory; /* the built-in figures when a model cannot be allocated */
+    ob_device_slot *slot = ob_driver_slot(ordinal);
     pthread_mutex_lock(&lock);
-    ob_cost_model *model = models[ordinal];
-    if (model == NULL) {
+    ob_cost_model *model = NULL;
+    if (slot == NULL) {
+        if (!without_device_built) {
+            ob_cost_builtin(&without_device);
+            if (ob_cost_apply_overrides(&without_device, ob_config_get()->cost) < 0)
+                fprintf(stderr, "ompbatch: ignoring OMPBATCH_COST: %s\n", ompbatch_last_error());
+            without_device_built = 1;
+        }
+        model = &without_device;
+    } else if ((model = slot->model) == NULL) {
         model = malloc(sizeof(*model));
         if (model != NULL) {
             /* Calibration submits batches of its own, which never ask for the model (their
              * strategy is forced), so holding the lock cannot deadlock. */
             build_model(ordinal, model);
-            models[ordinal] = model;
+            slot->model = model;
+            slot->release_model = free;
         } else {
-            ob_cost_builtin(&fallback);
-            model = &fallback;
+            ob_cost_builtin(&no_memory);
+            model = &no_memory;
         }
     }
     pthread_mutex_unlock(&lock);
@@ -148,8 +155,13 @@ const ob_cost_model *ob_cost_model_for(int ordinal)
 
 void ob_cost_reset_for_testing(void)
 {
-    for (int i = 0; i < OB_COST_MAX_DEVICES; i++) {
-        free(models[i]);
-        models[i] = NULL;
+    const ob_driver *driver = ob_driver_get();
+    pthread_mutex_lock(&lock);
+    for (int i = 0; driver->loaded && i < driver->device_count; i++) {
+        ob_device_slot *slot = ob_driver_slot(i);
+        free(slot->model);
+        slot->model = NULL;
     }
+    without_device_built = 0;
+    pthread_mutex_unlock(&lock);
 }

@@ -1,6 +1,5 @@
 #include "plugin/api/multi.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "plugin/core/sort.h"
 #include "plugin/cuda/driver.h"
 #include "plugin/cuda/memkind.h"
+#include "plugin/cuda/peers.h"
 
 /* CUDA ordinals a multi-device batch can use. */
 #define OB_MULTI_MAX 64
@@ -38,17 +38,6 @@ struct ob_multi {
     size_t peer_copies, peer_bytes, peer_calls; /* of the last submit */
     size_t zero_copies;                         /* of the last submit: skipped */
 };
-
-/* Peer access asked once per ordered pair: 0 not yet, 1 enabled, 2 not available. */
-static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char peer_state[OB_MULTI_MAX][OB_MULTI_MAX];
-
-void ob_multi_forget_peers_for_testing(void)
-{
-    pthread_mutex_lock(&peer_lock);
-    memset(peer_state, 0, sizeof(peer_state));
-    pthread_mutex_unlock(&peer_lock);
-}
 
 int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options,
                     ob_cost_models_fn cost_models)
@@ -292,29 +281,6 @@ static int check_peer_side(ob_multi *m, size_t index, const char *what, uintptr_
     return OMPBATCH_OK;
 }
 
-/* Lets device `from` reach device `to`'s memory, once per pair; where the hardware cannot, the
- * driver stages the copies through the host, so nothing fails here. */
-static void enable_peer(const ob_driver *driver, int from, int to)
-{
-    if (driver->fn.cuDeviceCanAccessPeer == NULL || driver->fn.cuCtxEnablePeerAccess == NULL)
-        return;
-    pthread_mutex_lock(&peer_lock);
-    if (peer_state[from][to] == 0) {
-        int can = 0;
-        CUcontext theirs = NULL;
-        CUresult r = driver->fn.cuDeviceCanAccessPeer(&can, from, to);
-        if (r == CUDA_SUCCESS && can && ob_driver_primary_context(to, &theirs) == OMPBATCH_OK)
-            r = driver->fn.cuCtxEnablePeerAccess(theirs, 0);
-        int enabled = r == CUDA_SUCCESS && can && theirs != NULL;
-        if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-            enabled = 1;
-        peer_state[from][to] = enabled ? 1 : 2;
-        ob_log(1, "device %d -> device %d: peer access %s", from, to,
-               enabled ? "enabled" : "not available: the driver stages copies through the host");
-    }
-    pthread_mutex_unlock(&peer_lock);
-}
-
 /* Sends device `ordinal`'s peer copies on its library stream, in the caller's order. */
 static int send_peers(ob_multi *m, int ordinal, part *p)
 {
@@ -326,7 +292,7 @@ static int send_peers(ob_multi *m, int ordinal, part *p)
     if ((status = ob_driver_own_stream(ordinal, &stream)) == OMPBATCH_OK) {
         for (size_t k = 0; k < p->peer_count && status == OMPBATCH_OK; k++) {
             const ob_multi_copy *c = &m->copies[p->peers[k]];
-            enable_peer(driver, ordinal, c->dst_device.ordinal);
+            ob_peers_enable(driver, ordinal, c->dst_device.ordinal);
             status = OB_CU(driver, cuMemcpyAsync, (CUdeviceptr)c->dst, (CUdeviceptr)c->src,
                            c->bytes, stream);
             if (status != OMPBATCH_OK)

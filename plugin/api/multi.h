@@ -44,7 +44,4 @@ int ob_multi_destroy(ob_multi *multi);
 /* The operations above as a batch calls them (batch.h). */
 extern const ob_multi_ops ob_multi_spread;
 
-/* Peer access is asked once per pair and process; tests that load another driver ask again. */
-void ob_multi_forget_peers_for_testing(void);
-
 #endif

@@ -15,18 +15,14 @@
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 
-/* Per-device state created lazily under `lock`; the driver keeps primary contexts alive once
- * retained, and the stream lives until the process ends (or a test reloads the driver). */
-typedef struct device_slot {
-    CUcontext context;
-    CUstream stream;
-} device_slot;
-
+/* The device slots (driver.h); contexts and streams are made under `lock`. The driver keeps
+ * primary contexts alive once retained, and a stream lives until the process ends (or a test
+ * reloads the driver). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int attempted;
 static ob_driver state;
 static void *library_handle;
-static device_slot *slots;
+static ob_device_slot *slots;
 
 typedef CUresult (*lookup_fn)(const char *symbol, void **pfn, int version);
 
@@ -185,6 +181,14 @@ const ob_driver *ob_driver_get(void)
     return &state;
 }
 
+ob_device_slot *ob_driver_slot(int ordinal)
+{
+    const ob_driver *driver = ob_driver_get();
+    if (!driver->loaded || ordinal < 0 || ordinal >= driver->device_count)
+        return NULL;
+    return &slots[ordinal];
+}
+
 int ob_driver_require(const ob_driver **out)
 {
     const ob_driver *driver = ob_driver_get();
@@ -327,6 +331,9 @@ void ob_driver_reload_for_testing(void)
                 if (state.fn.cuDeviceGet(&device, i) == CUDA_SUCCESS)
                     (void)state.fn.cuDevicePrimaryCtxRelease(device);
             }
+            free(slots[i].peers);
+            if (slots[i].model != NULL && slots[i].release_model != NULL)
+                slots[i].release_model(slots[i].model);
         }
     }
     free(slots);

@@ -23,6 +23,33 @@ typedef struct ob_driver {
     ob_driver_table fn;
 } ob_driver;
 
+/* Everything the library keeps per CUDA device, in one place: one slot per device the driver
+ * reports, made when it loads and released when a test reloads it. Each field is set once, on
+ * first use, under the lock of the file that owns it (driver.c: context and stream;
+ * kernels.c: the kernels; peers.c: peer access; api/cost_models.c: the cost model). */
+typedef enum ob_kernels_state {
+    OB_KERNELS_UNKNOWN = 0,
+    OB_KERNELS_READY,
+    OB_KERNELS_UNAVAILABLE
+} ob_kernels_state;
+
+typedef struct ob_device_slot {
+    CUcontext context;            /* its primary context, retained on first use */
+    CUstream stream;              /* the library's own non-blocking stream */
+    ob_kernels_state kernels;     /* the copy module, loaded on first use */
+    CUfunction copy_kernel;
+    CUfunction rect_kernel;
+    unsigned char *peers;         /* per device: 0 not asked yet, 1 enabled, 2 not available */
+    /* The device's cost model; the layer that builds it (it knows the type) frees it through
+     * release_model when the slot is released. */
+    void *model;
+    void (*release_model)(void *model);
+} ob_device_slot;
+
+/* The slot of CUDA device `ordinal`, or NULL when the driver is not loaded or has no such
+ * device (nothing is logged or recorded). */
+ob_device_slot *ob_driver_slot(int ordinal);
+
 /* The driver state, loading it on first use (thread-safe). Never NULL; check ->loaded. */
 const ob_driver *ob_driver_get(void);
 
@@ -50,8 +77,8 @@ int ob_driver_leave_context(int pushed);
 /* The library's own non-blocking stream for a device, created once on its primary context. */
 int ob_driver_own_stream(int ordinal, CUstream *out);
 
-/* Releases streams and contexts, closes the library and reads the configuration again; the
- * next ob_driver_get() loads anew. For tests that switch fake drivers; not thread-safe with
+/* Releases every device slot (streams, contexts, peers, cost models), closes the library and
+ * reads the configuration again; the next ob_driver_get() loads anew. For tests that switch fake drivers; not thread-safe with
  * respect to other library calls. */
 void ob_driver_reload_for_testing(void);
 

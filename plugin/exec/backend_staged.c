@@ -12,7 +12,6 @@
  * straight into pinned staging and unpacked along its destination's walk -- chunk by chunk
  * while the launch still runs, each chunk saying when it landed -- or moved in place. */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +22,7 @@
 #include "plugin/core/log.h"
 #include "plugin/core/phase_time.h"
 #include "plugin/core/workers.h"
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/cuda/resources.h"
 #include "plugin/cuda/stream_wait.h"
 #include "plugin/exec/backend_staged.h"
@@ -39,63 +39,10 @@
 /* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
 #define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
 #define OB_MOVE_PART_BYTES ((size_t)64 << 10)
-#define OB_MAX_DEVICES 64
 
 static size_t align_up(size_t value, size_t to)
 {
     return (value + to - 1) & ~(to - 1);
-}
-
-/* ---- the kernel, per device -------------------------------------------------------------- */
-
-typedef enum kernel_state { KERNEL_UNKNOWN = 0, KERNEL_READY, KERNEL_UNAVAILABLE } kernel_state;
-static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
-static kernel_state kernel_states[OB_MAX_DEVICES];
-static CUfunction kernel_functions[OB_MAX_DEVICES];
-static CUfunction rect_functions[OB_MAX_DEVICES];
-
-/* Loads the module's two kernels; the device's context is current. */
-static int load_kernel(const ob_driver *driver, int ordinal, CUfunction *out, CUfunction *rect)
-{
-    if (ordinal < 0 || ordinal >= OB_MAX_DEVICES)
-        return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: no copy kernel past %d devices",
-                       ordinal, OB_MAX_DEVICES);
-    pthread_mutex_lock(&kernel_lock);
-    int status = OMPBATCH_OK;
-    if (kernel_states[ordinal] == KERNEL_UNKNOWN) {
-        CUmodule module = NULL;
-        if (driver->fn.cuModuleLoadData == NULL || driver->fn.cuModuleGetFunction == NULL ||
-            driver->fn.cuLaunchKernel == NULL)
-            status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver cannot load kernels");
-        if (status == OMPBATCH_OK)
-            status = OB_CU(driver, cuModuleLoadData, &module, ob_copy_pieces_ptx);
-        if (status == OMPBATCH_OK) {
-            ob_resources_module_loaded();
-            status = OB_CU(driver, cuModuleGetFunction, &kernel_functions[ordinal], module,
-                           OB_COPY_PIECES_KERNEL);
-        }
-        if (status == OMPBATCH_OK)
-            status = OB_CU(driver, cuModuleGetFunction, &rect_functions[ordinal], module,
-                           OB_COPY_RECT_KERNEL);
-        kernel_states[ordinal] = status == OMPBATCH_OK ? KERNEL_READY : KERNEL_UNAVAILABLE;
-        if (status != OMPBATCH_OK)
-            ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
-                   ompbatch_last_error());
-    } else if (kernel_states[ordinal] == KERNEL_UNAVAILABLE) {
-        status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: the copy kernel did not load",
-                         ordinal);
-    }
-    *out = kernel_functions[ordinal];
-    *rect = rect_functions[ordinal];
-    pthread_mutex_unlock(&kernel_lock);
-    return status;
-}
-
-void ob_staged_forget_kernels_for_testing(void)
-{
-    pthread_mutex_lock(&kernel_lock);
-    memset(kernel_states, 0, sizeof(kernel_states));
-    pthread_mutex_unlock(&kernel_lock);
 }
 
 static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
@@ -436,7 +383,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     exec->extra_count = 0;
     exec->scatter_count = 0;
     exec->rect_scatter_count = 0;
-    if (load_kernel(driver, exec->ordinal, &exec->kernel, &exec->rect_kernel) != OMPBATCH_OK)
+    if (ob_kernels_get(driver, exec->ordinal, &exec->kernel, &exec->rect_kernel) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     size_t step_at = (size_t)(step - plan->steps);
     if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&

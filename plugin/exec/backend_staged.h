@@ -24,9 +24,6 @@ void ob_staged_drop_kept(ob_exec *exec);
 /* Moves the unpacks pending after the stream is idle, and gives the staging back. */
 void ob_staged_complete(ob_exec *exec);
 
-/* Forgets which devices' copy kernels were loaded (tests that inject load failures). */
-void ob_staged_forget_kernels_for_testing(void);
-
 /* Runs host moves, split across the pack threads when large. into_staging: the destinations
  * are staging the copy engine reads next, written with streaming stores (stream_copy.h). */
 void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging);

@@ -13,8 +13,8 @@
 #include "plugin/core/log.h"
 #include "plugin/cuda/device.h"
 #include "plugin/cuda/driver.h"
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/cuda/memkind.h"
-#include "plugin/exec/backend_staged.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_stats.h"
 #include "ompbatch.h"
@@ -263,5 +263,5 @@ void ob_hook_copy_reset_for_testing(void)
     }
     memset(verdicts, 0, sizeof(verdicts));
     ob_staging_free_idle();
-    ob_staged_forget_kernels_for_testing();
+    ob_kernels_forget_for_testing();
 }

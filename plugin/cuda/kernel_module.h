@@ -1,0 +1,17 @@
+/* The library's copy kernels on each CUDA device: its PTX module (kernels.h), loaded once per
+ * device into the device's slot (driver.h). */
+#ifndef OMPBATCH_PLUGIN_KERNEL_MODULE_H
+#define OMPBATCH_PLUGIN_KERNEL_MODULE_H
+
+#include "plugin/cuda/driver.h"
+
+/* The copy kernel and the rectangle kernel of CUDA device `ordinal`, whose context is current,
+ * loaded on first use. When they cannot be loaded the first call says why at
+ * OMPBATCH_VERBOSE=1, and it and every later call fail with OMPBATCH_ERR_UNSUPPORTED. */
+int ob_kernels_get(const ob_driver *driver, int ordinal, CUfunction *copy, CUfunction *rect);
+
+/* Forgets every device's kernels, so the next use loads them again (tests that inject load
+ * failures). */
+void ob_kernels_forget_for_testing(void);
+
+#endif
