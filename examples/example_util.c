@@ -154,15 +154,17 @@ void ex_print_driver_info(FILE *out, const char *prefix, const ompbatch_driver_i
 void ex_print_stats(FILE *out, const char *prefix, const ompbatch_stats *stats)
 {
     char paths[48];
-    fprintf(out,
-            "%scopies_added=%llu copies_zero=%llu copies_planned=%llu attr_groups=%llu "
-            "sub_batches=%llu driver_calls=%llu bytes=%llu copies_done=%llu paths=%s\n",
-            prefix, (unsigned long long)stats->copies_added,
-            (unsigned long long)stats->copies_zero, (unsigned long long)stats->copies_planned,
-            (unsigned long long)stats->attr_groups, (unsigned long long)stats->sub_batches,
-            (unsigned long long)stats->driver_calls, (unsigned long long)stats->bytes,
-            (unsigned long long)stats->copies_done,
-            ex_paths_name(stats->paths, paths, sizeof(paths)));
+    fputs(prefix, out);
+    const char *sep = "";
+#define EX_PRINT_COUNT(field)                                                                   \
+    fprintf(out, "%s" #field "=%llu", sep, (unsigned long long)stats->field), sep = " ";
+#define EX_PRINT_PATHS(field)                                                                   \
+    fprintf(out, "%s" #field "=%s", sep, ex_paths_name(stats->field, paths, sizeof(paths))),    \
+        sep = " ";
+    OMPBATCH_STATS_LIST(EX_PRINT_COUNT, EX_PRINT_PATHS)
+#undef EX_PRINT_COUNT
+#undef EX_PRINT_PATHS
+    fputc('\n', out);
 }
 
 int ex_report_failure(const char *program, const char *what, int status)

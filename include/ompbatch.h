@@ -581,29 +581,43 @@ typedef enum ompbatch_path {
     OMPBATCH_PATH_STAGED = 16    /* CPU pack or unpack through pinned staging + one bulk copy */
 } ompbatch_path;
 
+/* Every field of ompbatch_stats after struct_size, in order: COUNT(field) for a uint64_t
+ * count, PATHS(field) for the unsigned OR of ompbatch_path values. The list is the single
+ * source of the struct; code that prints, sums or compares the statistics can expand it. */
+#define OMPBATCH_STATS_LIST(COUNT, PATHS)                                                       \
+    /* copies given to the batch, zero-byte ones included; counts from the add on, all other   \
+     * fields from the last submit */                                                          \
+    COUNT(copies_added)                                                                         \
+    COUNT(copies_zero)     /* zero-byte copies skipped */                                       \
+    COUNT(copies_planned)  /* copies after merging contiguous neighbours */                     \
+    COUNT(attr_groups)     /* attribute entries passed to the driver, summed over calls */      \
+    COUNT(sub_batches)     /* ordered sub-batches (dependency levels times size splits) */      \
+    COUNT(driver_calls)    /* batch or per-copy driver calls made */                            \
+    COUNT(bytes)           /* bytes in the plan */                                              \
+    COUNT(copies_done)     /* planned copies enqueued successfully */                           \
+    PATHS(paths)           /* OR of ompbatch_path values used */                                \
+    COUNT(batch_calls)     /* the cuMemcpyBatchAsync calls among driver_calls */                \
+    COUNT(staged_copies)   /* planned copies moved by the staged strategy */                    \
+    COUNT(staged_bytes)    /* their bytes */                                                    \
+    COUNT(kernel_launches) /* copy-kernel launches */                                           \
+    /* staged copies sent direct because staging was not granted (OMPBATCH_STAGING_MB reached  \
+     * or allocation failed) */                                                                \
+    COUNT(staging_refused)                                                                      \
+    /* 1 when the submit reused a plan: the previous submit's (the batch was reset and         \
+     * refilled with the same copies: same pointers, sizes, map types and devices, in the same \
+     * order) or a kept one of an earlier set of copies */                                     \
+    COUNT(plan_reused)                                                                          \
+    /* cuMemcpyBatchAsync calls that failed and whose copies were then sent one cuMemcpyAsync  \
+     * each (OMPBATCH_VERBOSE=1 logs why) */                                                   \
+    COUNT(batch_fallbacks)
+
 typedef struct ompbatch_stats {
-    size_t struct_size;       /* sizeof(ompbatch_stats) before the call */
-    uint64_t copies_added;    /* copies given to the batch, zero-byte ones included; counts
-                                 from the add on, all other fields from the last submit */
-    uint64_t copies_zero;     /* zero-byte copies skipped */
-    uint64_t copies_planned;  /* copies after merging contiguous neighbours */
-    uint64_t attr_groups;     /* attribute entries passed to the driver, summed over calls */
-    uint64_t sub_batches;     /* ordered sub-batches (dependency levels times size splits) */
-    uint64_t driver_calls;    /* batch or per-copy driver calls made */
-    uint64_t bytes;           /* bytes in the plan */
-    uint64_t copies_done;     /* planned copies enqueued successfully */
-    unsigned paths;           /* OR of ompbatch_path values used */
-    uint64_t batch_calls;     /* the cuMemcpyBatchAsync calls among driver_calls */
-    uint64_t staged_copies;   /* planned copies moved by the staged strategy */
-    uint64_t staged_bytes;    /* their bytes */
-    uint64_t kernel_launches; /* copy-kernel launches */
-    uint64_t staging_refused; /* staged copies sent direct because staging was not granted
-                                 (OMPBATCH_STAGING_MB reached or allocation failed) */
-    uint64_t plan_reused;     /* 1 when the submit reused the previous submit's plan: the batch
-                                 was reset and refilled with the same copies (same pointers,
-                                 sizes, map types and devices, in the same order) */
-    uint64_t batch_fallbacks; /* cuMemcpyBatchAsync calls that failed and whose copies were
-                                 then sent one cuMemcpyAsync each (OMPBATCH_VERBOSE=1 logs why) */
+    size_t struct_size; /* sizeof(ompbatch_stats) before the call */
+#define OMPBATCH_STATS_COUNT_(field) uint64_t field;
+#define OMPBATCH_STATS_PATHS_(field) unsigned field;
+    OMPBATCH_STATS_LIST(OMPBATCH_STATS_COUNT_, OMPBATCH_STATS_PATHS_)
+#undef OMPBATCH_STATS_COUNT_
+#undef OMPBATCH_STATS_PATHS_
 } ompbatch_stats;
 
 /* Copies the batch's statistics into *stats (struct_size must be set). copies_added counts the

@@ -407,20 +407,11 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
         s.struct_size = sizeof(s);
         if (ompbatch_batch_get_stats(p->batch, &s) != OMPBATCH_OK)
             continue;
-        out->copies_zero += s.copies_zero;
-        out->copies_planned += s.copies_planned;
-        out->attr_groups += s.attr_groups;
-        out->sub_batches += s.sub_batches;
-        out->driver_calls += s.driver_calls;
-        out->bytes += s.bytes;
-        out->copies_done += s.copies_done;
-        out->paths |= s.paths;
-        out->batch_calls += s.batch_calls;
-        out->staged_copies += s.staged_copies;
-        out->staged_bytes += s.staged_bytes;
-        out->kernel_launches += s.kernel_launches;
-        out->staging_refused += s.staging_refused;
-        out->batch_fallbacks += s.batch_fallbacks;
+#define OB_SUM_(field) out->field += s.field;
+#define OB_OR_(field) out->field |= s.field;
+        OMPBATCH_STATS_LIST(OB_SUM_, OB_OR_)
+#undef OB_SUM_
+#undef OB_OR_
     }
     out->copies_zero += multi->zero_copies;
     out->copies_planned += multi->peer_calls;
@@ -429,7 +420,9 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
     out->bytes += multi->peer_bytes;
     if (multi->peer_calls > 0)
         out->paths |= OMPBATCH_PATH_PER_COPY;
+    /* The parts' own adds (and the plans they reused) are not the caller's. */
     out->copies_added = multi->count;
+    out->plan_reused = 0;
 }
 
 void ob_multi_forget_memory(ob_multi *multi)
