@@ -244,7 +244,7 @@ TEST_F(HookCopy, WithoutTheDriverOnlyHostMemoryIsCopied)
     std::vector<unsigned char> host(4096, 0x3C), back(4096, 0);
     EXPECT_EQ(0, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(reserved) + 4096));
     EXPECT_EQ(1, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(host.data())));
-    ob_hook_copy copy{back.data(), host.data(), host.size(), 0};
+    ob_hook_copy copy{back.data(), host.data(), host.size(), 0, nullptr};
     EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, &copy, 1)) << ompbatch_last_error();
     EXPECT_EQ(host, back);
     munmap(reserved, 1 << 16);
@@ -268,7 +268,7 @@ TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
             std::memcpy(dev.ptr + p.offsets[i], bytes.data(), p.sizes[i]);
             p.host[i] = bytes;
             dst[i].assign(p.sizes[i] + 2, 0x5A); // poisoned, with a guard byte each side
-            copies.push_back({dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0});
+            copies.push_back({dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
         }
         ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
             << ompbatch_last_error();
@@ -297,10 +297,10 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
     std::vector<std::vector<unsigned char>> back(p.sizes.size());
     for (size_t i = 0; i < p.sizes.size(); i++) {
         if (i % 2 == 0) {
-            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
         } else {
             back[i].assign(p.sizes[i], 0x11);
-            copies.push_back({back[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
+            copies.push_back({back[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
         }
     }
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, copies.data(), copies.size()))
@@ -338,7 +338,7 @@ TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
         std::vector<ob_hook_copy> copies;
         for (size_t i = 0; i < p.sizes.size(); i++) {
             p.host[i] = random_bytes(p.sizes[i], 700 + round * 100 + i);
-            copies.push_back({dev.ptr + 1 + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+            copies.push_back({dev.ptr + 1 + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
         }
         ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
             << ompbatch_last_error();
@@ -367,7 +367,7 @@ TEST_F(HookCopy, OnlyHostPointersAreClassifiedAndTheyStayKnown)
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
-        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
     long long before = fake().call_count("cuPointerGetAttributes");
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
@@ -400,7 +400,7 @@ TEST_F(HookCopy, PinnedHostMemoryIsPackedNotAccessedInPlace)
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < n; i++)
-        copies.push_back({dev.ptr + i * 1024, host + i * 1024, piece, 1});
+        copies.push_back({dev.ptr + i * 1024, host + i * 1024, piece, 1, nullptr});
     ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_reset_stats());
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
@@ -435,7 +435,7 @@ TEST_F(HookCopy, WithoutTheKernelPiecesGoDirect)
         ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
         std::vector<ob_hook_copy> copies;
         for (size_t i = 0; i < p.sizes.size(); i++)
-            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+            copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
         for (int round = 0; round < 2; round++) {
             std::memset(dev.ptr, 0, p.total);
             ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
@@ -459,7 +459,7 @@ TEST_F(HookCopy, AFailedLaunchIsReported)
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
-        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
     setenv("OMPBATCH_STRATEGY", "staged", 1); // six pieces alone would go direct
     ob_config_reload();
     ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
@@ -485,7 +485,7 @@ TEST_F(HookCopy, WithoutPinnedMemoryPiecesGoStraightToTheirDestinations)
     for (size_t i = 0; i < p.sizes.size(); i++) {
         std::memcpy(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i]);
         dst[i].assign(p.sizes[i], 0x77);
-        copies.push_back({dst[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0});
+        copies.push_back({dst[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
     }
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
@@ -505,15 +505,15 @@ TEST_F(HookCopy, PinnedStagingStaysWithinItsProcessWideCap)
     auto bytes = random_bytes(2 * piece, 61);
     std::memcpy(dev.ptr, bytes.data(), bytes.size());
     std::vector<unsigned char> dst(2 * piece, 0x42);
-    ob_hook_copy two[2] = {{dst.data(), dev.ptr, piece, 0},
-                           {dst.data() + piece, dev.ptr + piece, piece, 0}};
+    ob_hook_copy two[2] = {{dst.data(), dev.ptr, piece, 0, nullptr},
+                           {dst.data() + piece, dev.ptr + piece, piece, 0, nullptr}};
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, two, 2)) << ompbatch_last_error();
     EXPECT_EQ(bytes, dst);
     EXPECT_EQ(0, fake().call_count("cuMemAllocHost")) << "1.4 MiB of staging passes the cap";
     // Two smaller pieces fit: staged through one area of 1 MiB, the cap.
     std::fill(dst.begin(), dst.end(), 0x42);
-    ob_hook_copy smaller[2] = {{dst.data(), dev.ptr, piece / 2, 0},
-                               {dst.data() + piece, dev.ptr + piece, piece / 2, 0}};
+    ob_hook_copy smaller[2] = {{dst.data(), dev.ptr, piece / 2, 0, nullptr},
+                               {dst.data() + piece, dev.ptr + piece, piece / 2, 0, nullptr}};
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, smaller, 2)) << ompbatch_last_error();
     EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data(), piece / 2));
     EXPECT_EQ(0, std::memcmp(dst.data() + piece, bytes.data() + piece, piece / 2));
@@ -531,7 +531,7 @@ TEST_F(HookCopy, ADriverFailureIsReportedAndTheNextBatchWorks)
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
-        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
     ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
     ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
@@ -551,7 +551,7 @@ TEST_F(HookCopy, OutOfMemoryIsReportedAtEveryAllocation)
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
-        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1});
+        copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
     int failures = 0;
     for (long allowed = 0; allowed < 64; allowed++) {
         ob_hook_copy_reset_for_testing();

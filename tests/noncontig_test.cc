@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <set>
 #include <utility>
@@ -243,3 +244,126 @@ TEST(NonContig, EmptyAndRefusedDescriptors)
 }
 
 } // namespace
+
+namespace {
+
+// The bytes, as (offset, size) runs in order, that a rectangle covers on its source side.
+std::vector<std::pair<uint64_t, uint64_t>> rect_runs(const ob_rect &r, uint64_t first)
+{
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    ob_rect_cursor cursor;
+    ob_rect_seek(&r, 0, &cursor);
+    uint64_t dst_at, src_at, bytes;
+    while (ob_rect_next(&r, &cursor, r.bytes, &dst_at, &src_at, &bytes)) {
+        EXPECT_EQ(dst_at, src_at) << "both sides are laid out alike";
+        if (!runs.empty() && runs.back().first + runs.back().second == first + src_at)
+            runs.back().second += bytes;
+        else
+            runs.push_back({first + src_at, bytes});
+    }
+    return runs;
+}
+
+// The pieces as (offset, size) runs in order, adjacent ones joined.
+std::vector<std::pair<uint64_t, uint64_t>> piece_runs(const std::vector<ob_strided_piece> &p)
+{
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    for (const ob_strided_piece &q : p) {
+        if (!runs.empty() && runs.back().first + runs.back().second == q.offset)
+            runs.back().second += q.size;
+        else
+            runs.push_back({q.offset, q.size});
+    }
+    return runs;
+}
+
+// A regular grid of pieces, innermost index fastest: up to four levels of random counts and
+// non-overlapping strides.
+std::vector<ob_strided_piece> random_grid(std::mt19937_64 &rng)
+{
+    uint64_t size = 1 + rng() % 24, base = rng() % 5000;
+    int dims = 1 + static_cast<int>(rng() % 4);
+    std::vector<uint64_t> count, stride;
+    uint64_t extent = size;
+    for (int d = 0; d < dims; d++) {
+        count.push_back(1 + rng() % 6);
+        stride.push_back(extent + (rng() % 3 == 0 ? 0 : rng() % 40));
+        extent = stride.back() * count.back();
+    }
+    std::vector<ob_strided_piece> pieces;
+    std::vector<uint64_t> index(dims, 0);
+    for (;;) {
+        uint64_t at = base;
+        for (int d = 0; d < dims; d++)
+            at += index[d] * stride[d];
+        pieces.push_back({at, size});
+        int d = 0;
+        while (d < dims && ++index[d] == count[d])
+            index[d++] = 0;
+        if (d == dims)
+            return pieces;
+    }
+}
+
+} // namespace
+
+// The hook moves a strided item's pieces as one rectangle only when the rectangle covers
+// exactly those bytes in the same order: regular grids always become one, and any change to a
+// grid (a piece moved, resized, dropped or swapped) either is refused or still covers exactly
+// the pieces.
+TEST(NonContig, PiecesBecomeARectangleExactlyWhenTheyAreAGrid)
+{
+    std::mt19937_64 rng(test_seed() ^ 0x3c7a);
+    int taken = 0, refused = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        std::vector<ob_strided_piece> pieces = random_grid(rng);
+        int change = trial % 5; // 0: none; else move, resize, drop, swap one piece
+        size_t k = rng() % pieces.size();
+        if (change == 1)
+            pieces[k].offset += 1 + rng() % 7;
+        else if (change == 2)
+            pieces[k].size += 1;
+        else if (change == 3 && pieces.size() > 2)
+            pieces.erase(pieces.begin() + static_cast<long>(k));
+        else if (change == 4 && k + 1 < pieces.size())
+            std::swap(pieces[k], pieces[k + 1]);
+        ob_strided_pieces list = {pieces.data(), pieces.size()};
+        ob_rect rect;
+        uint64_t first = 0;
+        if (!ob_pieces_rect(&list, &rect, &first)) {
+            refused++;
+            EXPECT_TRUE(change != 0 || pieces.size() < 2) << "trial " << trial << ": a grid refused";
+            continue;
+        }
+        taken++;
+        ASSERT_EQ(pieces.size() * pieces[0].size, rect.bytes) << "trial " << trial;
+        ASSERT_EQ(piece_runs(pieces), rect_runs(rect, first)) << "trial " << trial;
+        ASSERT_EQ(0, std::memcmp(&rect.dst, &rect.src, sizeof(rect.src)));
+    }
+    EXPECT_GT(taken, 600); // the unchanged grids and some changes that are grids still
+    EXPECT_GT(refused, 500);
+    // A column of a 1024 x 1024 grid of doubles: one level of 1024 pieces 8 KiB apart.
+    std::vector<ob_strided_piece> column;
+    for (uint64_t y = 0; y < 1024; y++)
+        column.push_back({y * 8192 + 8, 8});
+    ob_strided_pieces list = {column.data(), column.size()};
+    ob_rect rect;
+    uint64_t first;
+    ASSERT_TRUE(ob_pieces_rect(&list, &rect, &first));
+    EXPECT_EQ(8u, first);
+    EXPECT_EQ(1024u, rect.runs);
+    EXPECT_EQ(8u, rect.src.run);
+    EXPECT_EQ(1u, rect.src.dims);
+    EXPECT_EQ(8192u, rect.src.stride[0]);
+    // Overlapping pieces are never a rectangle, by half a piece or by one byte, in the inner
+    // level or between repetitions of it.
+    const std::vector<std::vector<ob_strided_piece>> overlapping = {
+        {{0, 16}, {8, 16}, {16, 16}},
+        {{0, 16}, {15, 16}, {30, 16}},
+        {{0, 4}, {4, 4}, {7, 4}, {11, 4}},
+    };
+    for (const auto &o : overlapping) {
+        list = {const_cast<ob_strided_piece *>(o.data()), o.size()};
+        EXPECT_FALSE(ob_pieces_rect(&list, &rect, &first)) << o.size() << " pieces";
+    }
+}

@@ -483,6 +483,26 @@ int ob_batch_add_rect_copy(ompbatch_batch *batch, void *dst, int dst_device_num,
     return OMPBATCH_OK;
 }
 
+int ob_batch_add_rect_or_runs(ompbatch_batch *batch, void *dst, int dst_device_num,
+                              const void *src, int src_device_num, const ob_rect *rect,
+                              uint64_t map_type)
+{
+    int taken = 0;
+    int status = ob_batch_add_rect_copy(batch, dst, dst_device_num, src, src_device_num, rect,
+                                        map_type, &taken);
+    if (status != OMPBATCH_OK || taken)
+        return status;
+    ob_rect_cursor cursor;
+    uint64_t dst_at, src_at, bytes;
+    ob_rect_seek(rect, 0, &cursor);
+    while (status == OMPBATCH_OK &&
+           ob_rect_next(rect, &cursor, rect->bytes, &dst_at, &src_at, &bytes))
+        status = ompbatch_batch_add(batch, (char *)dst + dst_at, dst_device_num,
+                                    (const char *)src + src_at, src_device_num, (size_t)bytes,
+                                    map_type);
+    return status;
+}
+
 int ompbatch_batch_add(ompbatch_batch *batch, void *dst, int dst_device_num, const void *src,
                        int src_device_num, size_t bytes, uint64_t map_type)
 {

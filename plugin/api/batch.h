@@ -92,6 +92,12 @@ int ob_batch_add_rect_copy(ompbatch_batch *batch, void *dst, int dst_device_num,
                            int src_device_num, const ob_rect *rect, uint64_t map_type,
                            int *taken);
 
+/* Adds a rectangle whole where the batch takes it (ob_batch_add_rect_copy), else its runs one
+ * by one, outermost index slowest, with ompbatch_batch_add. */
+int ob_batch_add_rect_or_runs(ompbatch_batch *batch, void *dst, int dst_device_num,
+                              const void *src, int src_device_num, const ob_rect *rect,
+                              uint64_t map_type);
+
 /* Drops what the batch learnt about memory and its plan, whatever its state. */
 void ob_batch_forget_memory_now(ompbatch_batch *batch);
 

@@ -4,6 +4,8 @@
  * added as one copy per contiguous run (the innermost dimension, and with it every inner
  * dimension copied whole on both sides), which the planner merges, stages or batches like any
  * copies. The one-shot form is in memcpy_api.c. */
+#include "plugin/api/rect.h"
+
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +58,12 @@ static int check_side(const char *rect, const char *name, uintptr_t base, size_t
                        "address space", rect, name, extent);
     out->base = base;
     return OMPBATCH_OK;
+}
+
+int ob_batch_rect_goes_whole(uint64_t runs, uint64_t run_bytes, uint64_t bytes)
+{
+    return runs >= OB_RECT_WHOLE_MIN_RUNS && run_bytes <= OB_RECT_WHOLE_MAX_RUN &&
+           bytes <= OB_STAGED_LEVEL_BYTES;
 }
 
 static uintptr_t address(const side *s, int dims, const size_t *offsets, const uint64_t *index,
@@ -120,8 +128,7 @@ int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num
                            rect, OMPBATCH_RECT_MAX_RUNS, walked - 1);
     }
     uint64_t run_bytes = run * element_size, total = count * run_bytes;
-    if (count >= OB_RECT_WHOLE_MIN_RUNS && run_bytes <= OB_RECT_WHOLE_MAX_RUN &&
-        total <= OB_STAGED_LEVEL_BYTES) {
+    if (ob_batch_rect_goes_whole(count, run_bytes, total)) {
         ob_rect whole;
         uint64_t counts[OMPBATCH_RECT_MAX_DIMS], dst_strides[OMPBATCH_RECT_MAX_DIMS],
             src_strides[OMPBATCH_RECT_MAX_DIMS];

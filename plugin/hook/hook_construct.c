@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/api/rect.h"
 #include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
 #include "plugin/core/log.h"
@@ -94,6 +95,7 @@ typedef struct item {
     ob_strided_pieces pieces;   /* update: a non-contiguous item's pieces, offsets from its base */
     int strided;        /* update: a non-contiguous item the hook read */
     uintptr_t base;     /* update: a non-contiguous item's base, where its pieces start */
+    ob_rect *rect;      /* update: its pieces as one rectangle, when they form one */
 } item;
 
 typedef struct scratch {
@@ -106,8 +108,10 @@ typedef struct scratch {
 
 static void scratch_free(scratch *s)
 {
-    for (int32_t i = 0; s->items != NULL && i < s->count; i++)
+    for (int32_t i = 0; s->items != NULL && i < s->count; i++) {
         ob_pieces_free(&s->items[i].pieces);
+        free(s->items[i].rect);
+    }
     free(s->items);
     free(s->types);
     free(s->fwd.bases);
@@ -635,6 +639,31 @@ static int make_room_for_pieces(scratch *s)
     return 0;
 }
 
+/* The item's pieces as one rectangle copy (each direction it asks for) into out, when they
+ * lie in one mirrored entry and are worth a rectangle; returns the copies made, 0 if none. */
+static size_t strided_rect(const ob_mirror_entry *whole, item *it, ob_hook_copy *out)
+{
+    ob_rect rect;
+    uint64_t first;
+    if (!ob_pieces_rect(&it->pieces, &rect, &first) ||
+        !ob_batch_rect_goes_whole(rect.runs, rect.src.dims > 0 ? rect.src.run : rect.bytes,
+                                  rect.bytes))
+        return 0;
+    if (it->rect == NULL && (it->rect = ob_malloc(sizeof(*it->rect))) == NULL)
+        return 0; /* the pieces go one by one */
+    *it->rect = rect;
+    uintptr_t host = it->base + (uintptr_t)first;
+    uintptr_t device = whole->device + (host - whole->begin);
+    size_t n = 0;
+    if (it->type & OB_MAP_FROM)
+        out[n++] = (ob_hook_copy){(void *)host, (const void *)device, (size_t)rect.bytes, 0,
+                                  it->rect};
+    if (it->type & OB_MAP_TO)
+        out[n++] = (ob_hook_copy){(void *)device, (const void *)host, (size_t)rect.bytes, 1,
+                                  it->rect};
+    return n;
+}
+
 /* The copies of a non-contiguous item's pieces into out, each piece as libomptarget treats it
  * on its own: inside a mirrored entry it is copied; where the runtime has nothing at its first
  * byte it is skipped (the runtime skips it too); otherwise the runtime has an entry the mirror
@@ -652,6 +681,8 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
         it->why = OB_REASON_DEVICE;
         return 0;
     }
+    if (whole != NULL && (n = strided_rect(whole, it, out)) > 0)
+        return n;
     for (size_t k = 0; k < it->pieces.count; k++) {
         const ob_strided_piece *p = &it->pieces.at[k];
         if (p->size == 0)
@@ -672,9 +703,11 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
         }
         uintptr_t device = entry->device + (host - entry->begin);
         if (it->type & OB_MAP_FROM)
-            out[n++] = (ob_hook_copy){(void *)host, (const void *)device, (size_t)p->size, 0};
+            out[n++] = (ob_hook_copy){(void *)host, (const void *)device, (size_t)p->size, 0,
+                                      NULL};
         if (it->type & OB_MAP_TO)
-            out[n++] = (ob_hook_copy){(void *)device, (const void *)host, (size_t)p->size, 1};
+            out[n++] = (ob_hook_copy){(void *)device, (const void *)host, (size_t)p->size, 1,
+                                      NULL};
     }
     return n;
 }
@@ -760,9 +793,9 @@ void ob_hook_update(const ob_construct *c)
         /* An item is one or the other in practice, but keep the runtime's order for an item
          * with both: 16 copies `from` first, 19 `to`. */
         ob_hook_copy to = {(void *)it->device, (const void *)it->begin,
-                           (size_t)(it->end - it->begin), 1};
+                           (size_t)(it->end - it->begin), 1, NULL};
         ob_hook_copy from = {(void *)it->begin, (const void *)it->device,
-                             (size_t)(it->end - it->begin), 0};
+                             (size_t)(it->end - it->begin), 0, NULL};
         if ((it->type & OB_MAP_TO) && to_first)
             s.copies[batched++] = to;
         if (it->type & OB_MAP_FROM)
@@ -976,7 +1009,7 @@ void ob_hook_begin(const ob_construct *c)
             continue;
         }
         s.copies[n++] = (ob_hook_copy){device, (const void *)it->begin,
-                                       (size_t)(it->end - it->begin), 1};
+                                       (size_t)(it->end - it->begin), 1, NULL};
     }
     char label[160];
     if (n > 0 && ob_hook_copy_run(c->device, range_label(c, label, sizeof(label)), s.copies, n) !=
@@ -1114,7 +1147,7 @@ void ob_hook_end(const ob_construct *c)
         item *it = &items[i];
         if (it->why == OB_REASON_NONE)
             s.copies[n++] = (ob_hook_copy){staging + it->staging, (const void *)it->device,
-                                           (size_t)(it->end - it->begin), 0};
+                                           (size_t)(it->end - it->begin), 0, NULL};
     }
     char label[160];
     if (candidates > 0 &&

@@ -186,9 +186,13 @@ int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, 
     uint64_t started = ob_phase_start();
     for (size_t i = 0; i < count && status == OMPBATCH_OK; i++) {
         const ob_hook_copy *c = &copies[i];
-        status = ompbatch_batch_add(batch, c->dst, c->to_device ? device : OMPBATCH_HOST_DEVICE,
-                                    c->src, c->to_device ? OMPBATCH_HOST_DEVICE : device,
-                                    c->bytes, c->to_device ? OMPBATCH_MAP_TO : OMPBATCH_MAP_FROM);
+        int dst_device = c->to_device ? device : OMPBATCH_HOST_DEVICE;
+        int src_device = c->to_device ? OMPBATCH_HOST_DEVICE : device;
+        uint64_t map_type = c->to_device ? OMPBATCH_MAP_TO : OMPBATCH_MAP_FROM;
+        status = c->rect != NULL ? ob_batch_add_rect_or_runs(batch, c->dst, dst_device, c->src,
+                                                             src_device, c->rect, map_type)
+                                 : ompbatch_batch_add(batch, c->dst, dst_device, c->src,
+                                                      src_device, c->bytes, map_type);
     }
     ob_phase_end(OB_PHASE_ADD, started);
     if (status == OMPBATCH_OK) {

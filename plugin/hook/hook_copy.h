@@ -7,11 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ob_rect;
+
+/* One copy of a construct: `bytes` contiguous bytes, or with `rect` a rectangle of that many
+ * compact bytes laid out by its walks from dst and src (a strided item's pieces). */
 typedef struct ob_hook_copy {
     void *dst;
     const void *src;
     size_t bytes;
     int to_device;    /* 1: host to device; 0: device to host */
+    const struct ob_rect *rect;
 } ob_hook_copy;
 
 /* Decides once per OpenMP device, from an address libomptarget gave for it, which device

@@ -200,3 +200,57 @@ void ob_pieces_free(ob_strided_pieces *p)
     p->at = NULL;
     p->count = 0;
 }
+
+int ob_pieces_rect(const ob_strided_pieces *p, ob_rect *out, uint64_t *first)
+{
+    size_t n = p->count;
+    if (n < 2 || p->at[0].size == 0)
+        return 0;
+    uint64_t size = p->at[0].size, base = p->at[0].offset;
+    /* Innermost level first: a level repeats the block of all inner levels count times. */
+    uint64_t count[OB_WALK_MAX_DIMS], stride[OB_WALK_MAX_DIMS];
+    int dims = 0;
+    size_t block = 1; /* pieces in one repetition of the levels found so far */
+    while (block < n) {
+        if (dims == OB_WALK_MAX_DIMS || p->at[block].offset <= base)
+            return 0;
+        uint64_t step = p->at[block].offset - base;
+        /* No overlap: a step clears the whole block below it. */
+        uint64_t below = dims == 0 ? size : stride[dims - 1] * count[dims - 1];
+        if (step < below)
+            return 0;
+        size_t reps = 1;
+        while (block * (reps + 1) <= n && p->at[block * reps].offset - base == reps * step)
+            reps++;
+        count[dims] = reps;
+        stride[dims] = step;
+        dims++;
+        if (n % (block * reps) != 0)
+            return 0;
+        block *= reps;
+    }
+    /* Every piece where the levels put it. */
+    for (size_t k = 0; k < n; k++) {
+        uint64_t at = base;
+        size_t rest = k;
+        for (int d = 0; d < dims; d++) {
+            at += (rest % count[d]) * stride[d];
+            rest /= count[d];
+        }
+        if (p->at[k].offset != at || p->at[k].size != size)
+            return 0;
+    }
+    uint64_t outer_count[OB_WALK_MAX_DIMS], outer_stride[OB_WALK_MAX_DIMS];
+    for (int d = 0; d < dims; d++) { /* ob_walk_build takes the outermost first */
+        outer_count[d] = count[dims - 1 - d];
+        outer_stride[d] = stride[dims - 1 - d];
+    }
+    memset(out, 0, sizeof(*out));
+    ob_walk_build(size, dims, outer_count, outer_stride, &out->src);
+    out->dst = out->src;
+    uint64_t bytes = (uint64_t)n * size;
+    ob_rect_finish(out, bytes, out->src.dims > 0 ? bytes / out->src.run : 1);
+    *first = base;
+    return 1;
+}
+

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "plugin/hook/omp_abi.h"
+#include "plugin/plan/walk.h"
 
 /* Descriptors beyond this many dimensions are not read: no compiler emits them. */
 #define OB_PIECES_MAX_DIMS 32
@@ -58,5 +59,12 @@ int ob_pieces_same_bytes(ob_strided_pieces *a, ob_strided_pieces *b);
 void ob_pieces_normalize(ob_strided_pieces *p);
 
 void ob_pieces_free(ob_strided_pieces *p);
+
+/* The pieces as one rectangle (plan/walk.h), both sides laid out alike from the first piece's
+ * offset (*first), when they are a regular grid in the order listed: pieces of one size at
+ * offsets first + sum over d of i_d * stride_d, the innermost index fastest, none overlapping
+ * another -- a column, a pencil, a face or a plane of an array. Returns 0 for any other list
+ * (fewer than two pieces among them). */
+int ob_pieces_rect(const ob_strided_pieces *p, ob_rect *out, uint64_t *first);
 
 #endif

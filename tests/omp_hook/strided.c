@@ -29,10 +29,12 @@
 
 #include "hook_test.h"
 
-#define NY 24
+/* 72 rows and 6 x 12 planes: a column, two items' columns and a plane have 64 pieces or more,
+ * which the hook moves as one rectangle; shorter sections go piece by piece. */
+#define NY 72
 #define NX 40
 #define BZ 6
-#define BY 8
+#define BY 12
 #define BX 10
 
 #define PRAGMA(...) _Pragma(#__VA_ARGS__)
