@@ -12,7 +12,7 @@
 #include <string>
 
 #include "ompbatch.h"
-#include "tests/test_random.h"
+#include "tests/support/test_random.h"
 
 extern "C" {
 #include "plugin/cuda/driver.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "ompbatch.h"
-#include "tests/test_random.h"
+#include "tests/support/test_random.h"
 
 extern "C" {
 #include "plugin/cuda/driver.h"

@@ -1,7 +1,7 @@
 // The OpenMP hook's parts below the entry points: the mapping mirror, the globals table, and
 // the copy layer (device verdicts, pinned staging of device-to-host pieces, failures) driven
 // through the fake CUDA driver. The entry points themselves run against the real libomptarget
-// in tests/omp_hook.
+// in tests/hook.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ompbatch.h"
-#include "tests/test_random.h"
+#include "tests/support/test_random.h"
 
 extern "C" {
 #include "plugin/core/alloc.h"

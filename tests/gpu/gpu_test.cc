@@ -28,7 +28,7 @@
 
 #include "ompbatch.h"
 #include "tests/harness/harness.h"
-#include "tests/rect_reference.h"
+#include "tests/support/rect_reference.h"
 
 extern "C" {
 #include "plugin/core/config.h"

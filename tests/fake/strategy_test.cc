@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "tests/fake_fixture.h"
+#include "tests/support/fake_fixture.h"
 
 extern "C" {
 #include "plugin/cuda/kernel_module.h"

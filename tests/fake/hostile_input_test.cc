@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/fake_fixture.h"
+#include "tests/support/fake_fixture.h"
 
 namespace
 {

@@ -1,4 +1,4 @@
-"""Macros of the OpenMP hook tests (tests/omp_hook): one program built without and with the
+"""Macros of the OpenMP hook tests (tests/hook): one program built without and with the
 hook, and a compare.sh test over both, each under libomptarget 16 and 19.
 
 Under LLVM 16 the targets have the names given; under LLVM 19 the program's name gains

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ompbatch.h"
-#include "tests/rect_reference.h"
-#include "tests/test_random.h"
+#include "tests/support/rect_reference.h"
+#include "tests/support/test_random.h"
 
 extern "C" {
 #include "plugin/core/alloc.h"
@@ -23,7 +23,7 @@ extern "C" {
 #include "tests/fake_cuda/fake_cuda_control.h"
 }
 
-#include "tests/fake_fixture.h"
+#include "tests/support/fake_fixture.h"
 
 namespace {
 

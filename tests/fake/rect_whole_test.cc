@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/fake_fixture.h"
-#include "tests/rect_reference.h"
+#include "tests/support/fake_fixture.h"
+#include "tests/support/rect_reference.h"
 
 extern "C" {
 #include "plugin/api/cost_models.h"

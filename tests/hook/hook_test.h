@@ -1,5 +1,5 @@
 /*
- * Shared helpers of the OpenMP hook tests (tests/omp_hook/<program>.c). Each test is a plain OpenMP
+ * Shared helpers of the OpenMP hook tests (tests/hook/<program>.c). Each test is a plain OpenMP
  * program: it never calls ompbatch, so the very same source runs with and without the hook, and
  * compare.sh can demand identical output from both.
  *

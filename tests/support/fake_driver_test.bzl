@@ -30,6 +30,7 @@ FAKE_DRIVER_ENV = {
 FAKE_DRIVER_DEPS = [
     "//:ompbatch",
     "//tests/fake_cuda:fake_cuda_control",
+    "//tests/support",
 ] + GTEST_DEPS
 
 def fake_driver_test(name, srcs, size = "small", env = {}, data = [], deps = [], **kwargs):
@@ -55,6 +56,6 @@ def unit_test(name, srcs, size = "small", timeout = "short", deps = [], **kwargs
         timeout = timeout,
         srcs = srcs,
         copts = TEST_COPTS,
-        deps = ["//:ompbatch"] + GTEST_DEPS + deps,
+        deps = ["//:ompbatch", "//tests/support"] + GTEST_DEPS + deps,
         **kwargs
     )

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/fake_fixture.h"
+#include "tests/support/fake_fixture.h"
 
 extern "C" {
 #include "plugin/cuda/kernel_module.h"

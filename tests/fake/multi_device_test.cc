@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/fake_fixture.h"
+#include "tests/support/fake_fixture.h"
 
 extern "C" {
 #include "plugin/core/config.h"

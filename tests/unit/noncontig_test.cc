@@ -17,7 +17,7 @@ extern "C" {
 #include "plugin/hook/noncontig.h"
 }
 
-#include "tests/test_random.h"
+#include "tests/support/test_random.h"
 
 namespace {
 
