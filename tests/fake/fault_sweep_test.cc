@@ -148,10 +148,97 @@ int Workload(Buffers &b, uint64_t seed, std::string *why)
     return HostAndAcrossGpus(b, why);
 }
 
-class FaultSweep : public FakeDriver {};
+// One injection: the pass (0 polling waits, 1 blocking waits, 2 the v12080 batch form), the
+// entry point, its nth call, and the result it fails with.
+struct Fault {
+    int pass;
+    const char *site;
+    unsigned long nth;
+    CUresult result;
+};
 
-TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
+std::vector<Fault> AllFaults()
 {
+    std::vector<Fault> faults;
+    const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
+    for (int pass = 0; pass < 3; pass++)
+        for (const char *site : kEntryPoints)
+            for (CUresult result : results)
+                for (unsigned long nth = 1; nth <= 3; nth++)
+                    faults.push_back({pass, site, nth, result});
+    return faults;
+}
+
+const char *const kPassNames[] = {"Polling", "Blocking", "V12080"};
+
+// What the whole sweep saw, printed at the end (docs/testing.md's reliability figures) and
+// checked there: most call sites must be reached by the workload.
+struct Tally {
+    size_t tried = 0, surfaced = 0, routed = 0, never_called = 0;
+    std::set<std::string> sites_hit;
+};
+
+Tally &SweepTally()
+{
+    static Tally tally;
+    return tally;
+}
+
+class SweepSummary : public ::testing::Environment {
+public:
+    void TearDown() override
+    {
+        const Tally &t = SweepTally();
+        if (t.tried == 0)
+            return; /* the sweep was filtered out */
+        std::string missed;
+        for (const char *site : kEntryPoints)
+            if (!t.sites_hit.count(site))
+                missed += std::string(" ") + site;
+        std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 "
+                    "passes: polling waits, blocking waits, the v12080 batch form); %zu call "
+                    "sites reached: %zu faults surfaced as errors, %zu routed around; %zu "
+                    "injections not reached by the workload; entry points it never calls:%s\n",
+                    t.tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), t.sites_hit.size(),
+                    t.surfaced, t.routed, t.never_called, missed.c_str());
+        if (t.tried == AllFaults().size()) {
+            EXPECT_GE(t.sites_hit.size(), 20u) << "the workload reaches too few call sites";
+        }
+    }
+};
+
+::testing::Environment *const kSweepSummary =
+    ::testing::AddGlobalTestEnvironment(new SweepSummary);
+
+class FaultSweep : public FakeDriver, public ::testing::WithParamInterface<Fault> {
+protected:
+    void SetUp() override
+    {
+        FakeDriver::SetUp();
+        const Fault &f = GetParam();
+        unsetenv("OMPBATCH_WAIT_POLL_US");
+        if (f.pass == 1)
+            setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+        if (f.pass == 2) {
+            load(13000, "12080");
+        } else {
+            ob_driver_reload_for_testing();
+        }
+    }
+    void TearDown() override
+    {
+        unsetenv("OMPBATCH_WAIT_POLL_US");
+        ob_driver_reload_for_testing();
+        FakeDriver::TearDown();
+    }
+};
+
+// Each injection either completes with every byte right (the library routed around the fault)
+// or reports an OMPBATCH_ERR_* status with a message; afterwards nothing is pending, no context
+// stays pushed, no allocation is left but a failed free's, and the device works again.
+TEST_P(FaultSweep, FailsCleanlyOrIsRoutedAround)
+{
+    const Fault &f = GetParam();
     // Allocations the buffers make are the baseline; staging is a pool and is freed idle.
     Buffers buffers;
     std::string why;
@@ -159,99 +246,71 @@ TEST_F(FaultSweep, EveryCallSiteFailsCleanlyOrIsRoutedAround)
     ob_staging_free_idle();
     fake_cuda_stats base;
     fake().get_stats(&base);
-    const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
-    size_t tried = 0, surfaced = 0, routed = 0, never_called = 0;
-    std::set<std::string> sites_hit;
-    // The second pass waits without polling, so that cuStreamSynchronize is the wait; the
-    // third uses the driver's older batch form (v12080).
-    for (int pass = 0; pass < 3; pass++) {
-        if (pass == 1)
-            setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
-        if (pass == 2) {
-            unsetenv("OMPBATCH_WAIT_POLL_US");
-            setenv("OMPBATCH_BATCH_FORM", "12080", 1);
-        }
-        for (const char *site : kEntryPoints) {
-            for (CUresult result : results) {
-                for (unsigned long nth = 1; nth <= 3; nth++) {
-                    SCOPED_TRACE(std::string(site) + " call " + std::to_string(nth) +
-                                 " fails with " + std::to_string(result));
-                    // A fresh driver load, so that load-time calls can fail too.
-                    fake().reset();
-                    fake().deinit();
-                    ob_kernels_forget_for_testing();
-                    // Peer access is asked once per process: ask again under the injection.
-                    ob_peers_forget_for_testing();
-                    ASSERT_EQ(0, fake().inject_failure(site, nth, result));
-                    ob_driver_reload_for_testing();
-                    why.clear();
-                    int status = Workload(buffers, 10 + tried, &why);
-                    // Idle staging is the pool's, not a leak: it is freed before allocations are
-                    // counted, still under the injection (so failed frees are exercised too).
-                    ob_staging_free_idle();
-                    fake_cuda_stats after;
-                    fake().get_stats(&after);
-                    fake().clear_injections();
-                    tried++;
-                    if (after.injected_failures == 0) {
-                        never_called++;
-                        EXPECT_EQ(OMPBATCH_OK, status) << why;
-                        continue;
-                    }
-                    sites_hit.insert(site);
-                    EXPECT_NE(-1000, status) << "wrong bytes after a fault: " << why;
-                    if (status == OMPBATCH_OK) {
-                        routed++;
-                    } else {
-                        surfaced++;
-                        EXPECT_LT(status, 0);
-                        EXPECT_STRNE("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(status));
-                        EXPECT_FALSE(why.empty()) << "no message for " << ompbatch_err_name(status);
-                    }
-                    // Nothing left behind: no copy pending, no context pushed, no allocation. A
-                    // failed pop leaves its context pushed whatever the caller does: it must be
-                    // reported, and the test pops it before going on.
-                    fake().get_stats(&after);
-                    EXPECT_EQ(0u, after.pending_copies);
-                    if (std::string(site) == "cuCtxPopCurrent") {
-                        EXPECT_NE(OMPBATCH_OK, status) << "a failed context pop went unreported";
-                        CUcontext popped;
-                        while (fake().ctx_stack_depth() > 0)
-                            ASSERT_EQ(CUDA_SUCCESS,
-                                      ob_driver_get()->fn.cuCtxPopCurrent(&popped));
-                    }
-                    EXPECT_EQ(0, fake().ctx_stack_depth());
-                    // A failed free leaves its allocation behind (it is logged); anything else
-                    // must be given back.
-                    bool is_free = std::string(site) == "cuMemFree" ||
-                                   std::string(site) == "cuMemFreeHost";
-                    EXPECT_EQ(base.live_allocations + (is_free ? after.injected_failures : 0),
-                              after.live_allocations);
-                    if (is_free)
-                        base.live_allocations = after.live_allocations;
-                    // The same device works again, byte for byte, after a clean reload.
-                    fake().deinit();
-                    ob_driver_reload_for_testing();
-                    why.clear();
-                    EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 500 + tried, &why)) << why;
-                    ob_staging_free_idle();
-                }
-            }
-        }
-    }
-    unsetenv("OMPBATCH_BATCH_FORM");
+    // A fresh driver load, so that load-time calls can fail too.
+    fake().reset();
+    fake().deinit();
+    ob_kernels_forget_for_testing();
+    // Peer access is asked once per process: ask again under the injection.
+    ob_peers_forget_for_testing();
+    ASSERT_EQ(0, fake().inject_failure(f.site, f.nth, f.result));
     ob_driver_reload_for_testing();
-    std::string missed;
-    for (const char *site : kEntryPoints)
-        if (!sites_hit.count(site))
-            missed += std::string(" ") + site;
-    std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 passes: "
-                "polling waits, blocking waits, the v12080 batch form); %zu call sites reached: "
-                "%zu faults surfaced as errors, %zu routed around; %zu injections not reached by "
-                "the workload; entry points it never calls:%s\n",
-                tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), sites_hit.size(),
-                surfaced, routed, never_called, missed.c_str());
-    EXPECT_GE(sites_hit.size(), 20u);
+    Tally &tally = SweepTally();
+    int status = Workload(buffers, 10 + tally.tried, &why);
+    // Idle staging is the pool's, not a leak: it is freed before allocations are counted, still
+    // under the injection (so failed frees are exercised too).
+    ob_staging_free_idle();
+    fake_cuda_stats after;
+    fake().get_stats(&after);
+    fake().clear_injections();
+    tally.tried++;
+    if (after.injected_failures == 0) {
+        tally.never_called++;
+        EXPECT_EQ(OMPBATCH_OK, status) << why;
+        return;
+    }
+    tally.sites_hit.insert(f.site);
+    EXPECT_NE(-1000, status) << "wrong bytes after a fault: " << why;
+    if (status == OMPBATCH_OK) {
+        tally.routed++;
+    } else {
+        tally.surfaced++;
+        EXPECT_LT(status, 0);
+        EXPECT_STRNE("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(status));
+        EXPECT_FALSE(why.empty()) << "no message for " << ompbatch_err_name(status);
+    }
+    // Nothing left behind: no copy pending, no context pushed, no allocation. A failed pop
+    // leaves its context pushed whatever the caller does: it must be reported, and the test
+    // pops it before going on.
+    EXPECT_EQ(0u, after.pending_copies);
+    if (std::string(f.site) == "cuCtxPopCurrent") {
+        EXPECT_NE(OMPBATCH_OK, status) << "a failed context pop went unreported";
+        CUcontext popped;
+        while (fake().ctx_stack_depth() > 0)
+            ASSERT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuCtxPopCurrent(&popped));
+    }
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    // A failed free leaves its allocation behind (it is logged); anything else must be given
+    // back.
+    bool is_free = std::string(f.site) == "cuMemFree" || std::string(f.site) == "cuMemFreeHost";
+    EXPECT_EQ(base.live_allocations + (is_free ? after.injected_failures : 0),
+              after.live_allocations);
+    // The same device works again, byte for byte, after a clean reload.
+    fake().deinit();
+    ob_driver_reload_for_testing();
+    why.clear();
+    EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 500 + tally.tried, &why)) << why;
+    ob_staging_free_idle();
 }
+
+// "cuMemAlloc_Call2_OutOfMemory_Polling": each injection a test of its own.
+std::string FaultName(const ::testing::TestParamInfo<Fault> &info)
+{
+    const Fault &f = info.param;
+    std::string result = f.result == CUDA_ERROR_OUT_OF_MEMORY ? "OutOfMemory" : "LaunchFailed";
+    return std::string(f.site) + "_Call" + std::to_string(f.nth) + "_" + result + "_" +
+           kPassNames[f.pass];
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCallSite, FaultSweep, ::testing::ValuesIn(AllFaults()), FaultName);
 
 } // namespace
