@@ -227,7 +227,7 @@ TEST_F(FakeDriver, RoundTripsAreExactForEveryFormAndHostKind)
 // back into a poisoned host array must hold exactly the reference.
 TEST_F(FakeDriver, RectanglesAreExactInEveryDirectionAndMemoryKind)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x4ec7);
+    TestRng rng(test_seed() ^ 0x4ec7);
     for (Kind kind : {PAGEABLE, PINNED, MANAGED})
         for (int trial = 0; trial < 60; trial++) {
             RectShape r = random_rect(rng, 12);
@@ -1080,7 +1080,7 @@ TEST_F(FakeDriver, RandomBatchesMatchSequentialCopies)
     Buffer dev(DEVICE, arena), dev2(DEVICE, arena);
     Buffer *buffers[] = {&pageable, &pinned, &managed, &dev, &dev2};
     const bool on_device[] = {false, false, false, true, true};
-    std::mt19937_64 rng(test_seed() + 4242);
+    TestRng rng(test_seed() + 4242);
     for (int round = 0; round < 200; round++) {
         std::vector<std::vector<unsigned char>> model;
         for (size_t b = 0; b < 5; b++) {

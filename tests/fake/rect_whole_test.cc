@@ -122,7 +122,7 @@ TEST(RectWalk, FoldsDimensionsThatContinueEachOther)
 // compact ranges (the pack threads copy parts of a rectangle).
 TEST(RectWalk, CopiesAnyRangeAsTheReference)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x3a1c);
+    TestRng rng(test_seed() ^ 0x3a1c);
     for (int trial = 0; trial < 300; trial++) {
         RectShape r = random_rect(rng, 10);
         std::vector<uint64_t> count(r.dims), ds(r.dims), ss(r.dims);
@@ -227,7 +227,7 @@ TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
 // as if the batch ran in the order added.
 TEST_F(RectWhole, RandomBatchesOfRectanglesAndCopiesAreExact)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x77e1);
+    TestRng rng(test_seed() ^ 0x77e1);
     int whole = 0;
     for (int trial = 0; trial < 40; trial++) {
         SCOPED_TRACE("trial " + std::to_string(trial));
@@ -355,7 +355,7 @@ fake_cuda_stats fake_stats()
 // chunks that landed, each once, into the right places.
 TEST_F(RectWhole, AGatheredRectangleIsUnpackedAsItsChunksLand)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x1a4d);
+    TestRng rng(test_seed() ^ 0x1a4d);
     const size_t n = 96;
     Buffer block(DEVICE, n * n * n * 8);
     int partial = 0;

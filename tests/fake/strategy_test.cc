@@ -58,7 +58,7 @@ struct Piece {
 };
 
 // Pieces of the given sizes at random, odd offsets with random gaps, in both buffers.
-std::vector<Piece> lay_out(const std::vector<size_t> &sizes, std::mt19937_64 &rng, size_t *extent)
+std::vector<Piece> lay_out(const std::vector<size_t> &sizes, TestRng &rng, size_t *extent)
 {
     std::vector<Piece> pieces;
     size_t src = rng() % 61, dst = rng() % 67;
@@ -122,7 +122,7 @@ protected:
     ompbatch_stats move(const LaneSpec &lane, const std::vector<size_t> &sizes, int strategy,
                         uint64_t salt)
     {
-        std::mt19937_64 rng(test_seed() + salt);
+        TestRng rng(test_seed() + salt);
         size_t extent = 0;
         std::vector<Piece> pieces = lay_out(sizes, rng, &extent);
         Buffer src(lane.src, extent), dst(lane.dst, extent);
@@ -144,7 +144,7 @@ protected:
 
 std::vector<size_t> random_sizes(size_t count, size_t most, uint64_t salt)
 {
-    std::mt19937_64 rng(test_seed() ^ salt);
+    TestRng rng(test_seed() ^ salt);
     std::vector<size_t> sizes;
     for (size_t i = 0; i < count; i++)
         sizes.push_back(1 + rng() % most);
@@ -416,7 +416,7 @@ TEST_F(Strategy, AHookBatchKeepsItsPlanAcrossForgottenDeviceMemory)
 {
     const size_t pieces = 64, stride = 4096 + 64, piece = 24;
     Buffer dev(DEVICE, pieces * stride), host(PAGEABLE, pieces * stride + 64);
-    std::mt19937_64 rng(test_seed() + 47);
+    TestRng rng(test_seed() + 47);
     for (int hook : {1, 0}) {
         SCOPED_TRACE(hook ? "hook batch" : "API batch");
         ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
@@ -451,7 +451,7 @@ TEST_F(Strategy, AHookBatchsLoneCopyIntoPageableMemoryBouncesThroughStaging)
 {
     const size_t extent = (2u << 20) + 256;
     Buffer dev(DEVICE, extent), pageable(PAGEABLE, extent), pinned(PINNED, extent);
-    std::mt19937_64 rng(test_seed() + 31);
+    TestRng rng(test_seed() + 31);
     struct Case {
         const char *what;
         const Buffer *dst;

@@ -19,8 +19,8 @@
 
 #include "plugin/cuda/driver_api.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
+#include "tests/support/check.h"
 
-static int failures;
 static struct fake_cuda_control ctl;
 static PFN_cuGetProcAddress_v12000 get_proc;
 
@@ -30,32 +30,16 @@ static struct driver {
 #undef DRIVER_FIELD
 } cu;
 
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
+/* The C tests' one check (tests/support/check.h); failures counts them. */
+#define failures ((int)ob_check_failures())
+#define CHECK(cond) OB_CHECK(cond, "CHECK(%s) failed", #cond)
+#define CHECK_EQ(a, b) OB_CHECK_EQ(a, b)
 
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        unsigned long long a_ = (unsigned long long)(a), b_ = (unsigned long long)(b);      \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "%s:%d: %s == %s failed: %llu vs %llu\n", __FILE__, __LINE__, #a, \
-                    #b, a_, b_);                                                            \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
-
-#define CHECK_CU(expected, call)                                                          \
-    do {                                                                                  \
-        CUresult r_ = (call);                                                             \
-        if (r_ != (expected)) {                                                           \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %d (fake: %s)\n", __FILE__, \
-                    __LINE__, #call, (int)r_, (int)(expected), ctl.last_failure());      \
-            failures++;                                                                   \
-        }                                                                                 \
+#define CHECK_CU(expected, call)                                                                \
+    do {                                                                                        \
+        CUresult r_ = (call);                                                                   \
+        OB_CHECK(r_ == (expected), "%s returned %d, expected %d (fake: %s)", #call, (int)r_,    \
+                 (int)(expected), ctl.last_failure());                                          \
     } while (0)
 
 #define OK(call) CHECK_CU(CUDA_SUCCESS, call)
@@ -584,9 +568,8 @@ static void expect_shape_error(struct batch *b, const char *what)
     unsigned long long before = stats().copies_enqueued;
     CUresult r = batch_v12(b, stream, &fail_idx);
     if (r != CUDA_ERROR_INVALID_VALUE || fail_idx != SIZE_MAX) {
-        fprintf(stderr, "batch with %s: result %d, failIdx %zu (fake: %s)\n", what, (int)r,
-                fail_idx, ctl.last_failure());
-        failures++;
+        OB_CHECK(0, "batch with %s: result %d, failIdx %zu (fake: %s)", what, (int)r, fail_idx,
+                 ctl.last_failure());
     }
     CHECK_EQ(stats().copies_enqueued, before);
 }
@@ -655,9 +638,8 @@ static void expect_copy_error(struct batch *b, size_t index, const char *what)
     size_t fail_idx = SIZE_MAX;
     CUresult r = batch_v12(b, stream, &fail_idx);
     if (r != CUDA_ERROR_INVALID_VALUE || fail_idx != index) {
-        fprintf(stderr, "batch with %s: result %d, failIdx %zu, expected failIdx %zu (fake: %s)\n",
-                what, (int)r, fail_idx, index, ctl.last_failure());
-        failures++;
+        OB_CHECK(0, "batch with %s: result %d, failIdx %zu, expected failIdx %zu (fake: %s)",
+                 what, (int)r, fail_idx, index, ctl.last_failure());
     }
 }
 

@@ -756,7 +756,7 @@ TEST_F(GpuTest, RectanglesAreExactBetweenEveryPairOfMemoryKinds)
 {
     const harness_mem_kind kinds[] = {HARNESS_MEM_PAGEABLE, HARNESS_MEM_PINNED,
                                       HARNESS_MEM_DEVICE, HARNESS_MEM_MANAGED};
-    std::mt19937_64 rng(seed_ ^ 0x4ec7);
+    TestRng rng(seed_ ^ 0x4ec7);
     for (harness_mem_kind from : kinds)
         for (harness_mem_kind to : kinds)
             for (int trial = 0; trial < 6; trial++) {

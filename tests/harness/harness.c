@@ -14,6 +14,7 @@
 
 #include "ompbatch.h"
 #include "plugin/cuda/driver.h"
+#include "tests/support/test_rng.h"
 
 #define HARNESS_PAGEABLE_ALIGNMENT ((size_t)64)
 
@@ -386,32 +387,20 @@ int harness_stream_destroy(int ordinal, CUstream stream)
 static pthread_once_t seed_once = PTHREAD_ONCE_INIT;
 static uint64_t process_seed;
 
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static void read_seed(void)
 {
     const char *value = getenv("OMPBATCH_TEST_SEED");
-    if (value != NULL && value[0] != '\0') {
-        char *end = NULL;
-        unsigned long long parsed = strtoull(value, &end, 0);
-        if (end != NULL && *end == '\0') {
-            process_seed = (uint64_t)parsed;
-            fprintf(stderr, "harness: OMPBATCH_TEST_SEED=%" PRIu64 " (from the environment)\n",
-                    process_seed);
-            return;
-        }
+    if (ob_test_seed_parse(value, &process_seed)) {
+        fprintf(stderr, "harness: OMPBATCH_TEST_SEED=%" PRIu64 " (from the environment)\n",
+                process_seed);
+        return;
+    }
+    if (value != NULL && value[0] != '\0')
         fprintf(stderr, "harness: ignoring OMPBATCH_TEST_SEED=\"%s\": expected an unsigned "
                         "integer\n", value);
-    }
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    process_seed = splitmix64((uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec) ^
+    process_seed = ob_test_mix((uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec) ^
                    (uint64_t)getpid();
     fprintf(stderr, "harness: OMPBATCH_TEST_SEED=%" PRIu64
                     " (from the clock; set it in the environment to reproduce this run)\n",
@@ -426,52 +415,31 @@ uint64_t harness_seed(void)
 
 void harness_rng_init(harness_rng *rng, uint64_t seed, const char *name)
 {
-    /* FNV-1a of the name, so each test's stream depends only on the seed and its name. */
-    uint64_t hash = 0xcbf29ce484222325ULL;
-    for (const char *p = name; p != NULL && *p != '\0'; p++) {
-        hash ^= (unsigned char)*p;
-        hash *= 0x100000001b3ULL;
-    }
-    rng->state = splitmix64(seed ^ hash);
-    if (rng->state == 0)
-        rng->state = 0x9e3779b97f4a7c15ULL; /* xorshift never leaves zero */
+    /* Each test's stream depends only on the seed and its name. */
+    rng->state = ob_test_rng_make(seed, ob_test_salt(name)).state;
 }
 
 uint64_t harness_rng_next(harness_rng *rng)
 {
-    uint64_t x = rng->state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng->state = x;
-    return x * 0x2545f4914f6cdd1dULL;
+    ob_test_rng r = {rng->state};
+    uint64_t x = ob_test_rng_next(&r);
+    rng->state = r.state;
+    return x;
 }
 
 uint64_t harness_rng_below(harness_rng *rng, uint64_t bound)
 {
-    if (bound == 0)
-        return 0;
-    /* Rejection keeps the result uniform for every bound. */
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t x;
-    do {
-        x = harness_rng_next(rng);
-    } while (x >= limit);
-    return x % bound;
+    ob_test_rng r = {rng->state};
+    uint64_t x = ob_test_rng_below(&r, bound);
+    rng->state = r.state;
+    return x;
 }
 
 void harness_fill_random(harness_rng *rng, void *dst, size_t bytes)
 {
-    unsigned char *out = dst;
-    size_t i = 0;
-    for (; i + sizeof(uint64_t) <= bytes; i += sizeof(uint64_t)) {
-        uint64_t x = harness_rng_next(rng);
-        memcpy(out + i, &x, sizeof(x));
-    }
-    if (i < bytes) {
-        uint64_t x = harness_rng_next(rng);
-        memcpy(out + i, &x, bytes - i);
-    }
+    ob_test_rng r = {rng->state};
+    ob_test_rng_fill(&r, dst, bytes);
+    rng->state = r.state;
 }
 
 /* ---- comparison ---------------------------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * Buffers of every memory kind are allocated on a CUDA device through the library's own loaded
  * driver table (plugin/cuda/driver.h), so the tests use exactly the driver, primary context and
  * stream that the library uses. Device buffers are written and read synchronously on the
- * library's own stream of their device. Host data comes from a seeded xorshift generator whose
+ * library's own stream of their device. Host data comes from the tests' seeded generator whose
  * seed is printed once per process so that a failure can be reproduced with
  * OMPBATCH_TEST_SEED=<seed>.
  *
@@ -105,7 +105,7 @@ int harness_stream_destroy(int ordinal, CUstream stream);
  * the clock. Printed to stderr on first use, with how to reproduce the run. */
 uint64_t harness_seed(void);
 
-/* xorshift64* state. */
+/* The tests' generator (tests/support/test_rng.h), as the harness's callers hold it. */
 typedef struct harness_rng {
     uint64_t state;
 } harness_rng;

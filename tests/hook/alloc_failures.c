@@ -64,5 +64,5 @@ int main(int argc, char **argv)
     /* From no allocation allowed to more than a construct makes: each one fails in turn. */
     for (long allowed = 0; allowed < 40; allowed++)
         round_trip(allowed, (uint64_t)allowed + 1);
-    return ht_finish("alloc_failures");
+    return ob_check_finish("alloc_failures");
 }

@@ -110,13 +110,13 @@ static void chain_issue(chain *c)
 /* After taskwait: every step saw what it should, and the host holds the last kernel's data. */
 static void chain_check(chain *c, const char *what)
 {
-    CHECK(c->bad[0] == 0, "%s: kernel 1 saw %zu wrong device bytes after enter nowait", what,
+    OB_CHECK(c->bad[0] == 0, "%s: kernel 1 saw %zu wrong device bytes after enter nowait", what,
           c->bad[0]);
-    CHECK(c->bad[1] == 0, "%s: the host task saw wrong bytes after update from nowait", what);
-    CHECK(c->bad[2] == 0, "%s: kernel 2 saw %zu wrong device bytes after update to nowait",
+    OB_CHECK(c->bad[1] == 0, "%s: the host task saw wrong bytes after update from nowait", what);
+    OB_CHECK(c->bad[2] == 0, "%s: kernel 2 saw %zu wrong device bytes after update to nowait",
           what, c->bad[2]);
     ht_expect_host(c->a, c->w3, c->n, what);
-    CHECK(ht_is_unmapped(c->a, c->n), "%s: still mapped after exit data nowait", what);
+    OB_CHECK(ht_is_unmapped(c->a, c->n), "%s: still mapped after exit data nowait", what);
     ht_report(what, c->a, c->n);
 }
 
@@ -268,7 +268,7 @@ static void test_threads(void)
             for (int k = 0; k < ROUNDS; k++)
                 thread_round(&bufs[t][k], sh, 20000 + 100 * (uint64_t)(t * ROUNDS + k));
     }
-    CHECK(team == NTHREADS, "threads: a team of %d threads, want %d", team, NTHREADS);
+    OB_CHECK(team == NTHREADS, "threads: a team of %d threads, want %d", team, NTHREADS);
     ht_buf_expect(&shared, 0, shared.n, "threads: the shared array after all rounds");
 #pragma omp target exit data map(delete : s[0:ns])
     ht_buf_expect_host(&shared, "threads: the shared array after delete");
@@ -290,5 +290,5 @@ int main(int argc, char **argv)
     test_chain_serial();
     test_depend_blocking();
     test_threads();
-    return ht_finish("async_threads");
+    return ob_check_finish("async_threads");
 }

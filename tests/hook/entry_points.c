@@ -97,7 +97,7 @@ static void expect_device_block(void *d, const unsigned char *want, size_t n, co
     int dev = omp_get_default_device();
     unsigned char *got = ht_malloc(n);
     memset(got, 0x5A, n);
-    CHECK(omp_target_memcpy(got, d, n, 0, 0, omp_get_initial_device(), dev) == 0,
+    OB_CHECK(omp_target_memcpy(got, d, n, 0, 0, omp_get_initial_device(), dev) == 0,
           "%s: omp_target_memcpy failed", what);
     ht_expect_host(got, want, n, what);
     free(got);
@@ -111,13 +111,13 @@ static void associated(void)
     ht_buf b = ht_buf_new(n, 700);
     unsigned char *p = b.p;
     void *d = omp_target_alloc(n, dev);
-    CHECK(d != NULL, "assoc: omp_target_alloc failed");
+    OB_CHECK(d != NULL, "assoc: omp_target_alloc failed");
     if (d == NULL)
         return;
     unsigned char *devbytes = ht_malloc(n);
     ht_fill_unlike(devbytes, b.p, n, 701);
-    CHECK(omp_target_memcpy(d, devbytes, n, 0, 0, dev, host) == 0, "assoc: fill failed");
-    CHECK(omp_target_associate_ptr(p, d, n, 0, dev) == 0, "assoc: associate failed");
+    OB_CHECK(omp_target_memcpy(d, devbytes, n, 0, 0, dev, host) == 0, "assoc: fill failed");
+    OB_CHECK(omp_target_associate_ptr(p, d, n, 0, dev) == 0, "assoc: associate failed");
     memcpy(b.dev, devbytes, n);
 
     /* An associated range is mapped with an infinite count: updates copy, maps do not. */
@@ -138,8 +138,8 @@ static void associated(void)
     expect_device_block(d, b.dev, n, "assoc: the block holds the device copy");
     memcpy(devbytes, b.dev, n); /* what the block must keep once the range leaves it */
 
-    CHECK(omp_target_disassociate_ptr(p, dev) == 0, "assoc: disassociate failed");
-    CHECK(ht_is_unmapped(p, n), "assoc: still mapped after disassociate");
+    OB_CHECK(omp_target_disassociate_ptr(p, dev) == 0, "assoc: disassociate failed");
+    OB_CHECK(ht_is_unmapped(p, n), "assoc: still mapped after disassociate");
     /* The host range is free again: mapping it makes a new entry with a copy. */
     ht_buf_host_new(&b, 0, n, 706);
 #pragma omp target enter data map(to : p[0:n])
@@ -162,5 +162,5 @@ int main(int argc, char **argv)
     ht_init(argc, argv, "entry_points");
     legacy();
     associated();
-    return ht_finish("entry_points");
+    return ob_check_finish("entry_points");
 }

@@ -13,8 +13,10 @@
  *   - stdout carries only a deterministic report (checksums, values, the final count); failure
  *     details go to stderr. The same seed must give the same stdout with and without the hook.
  *
- * Every function is static inline, so each program uses what it needs without unused-function
- * warnings under -Werror.
+ * Checks are the C tests' one check (OB_CHECK, OB_CHECK_EQ, ob_check_finish:
+ * tests/support/check.h) and random numbers come from the tests' one generator
+ * (tests/support/test_rng.h). Every function is static inline, so each program uses what it
+ * needs without unused-function warnings under -Werror.
  */
 #ifndef OMPBATCH_TESTS_OMP_HOOK_HOOK_TEST_H
 #define OMPBATCH_TESTS_OMP_HOOK_HOOK_TEST_H
@@ -29,61 +31,32 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- checks (thread-safe: the thread tests check from several host threads) ---------------- */
-
-static atomic_ulong ht_passed, ht_failed;
-
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (cond) {                                                                             \
-            atomic_fetch_add(&ht_passed, 1);                                                    \
-        } else {                                                                                \
-            atomic_fetch_add(&ht_failed, 1);                                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
-    } while (0)
-
-/* Prints the closing line and gives main() its exit status. */
-static inline int ht_finish(const char *program)
-{
-    unsigned long ok = atomic_load(&ht_passed), bad = atomic_load(&ht_failed);
-    printf("%s: %lu checks passed, %lu failed\n", program, ok, bad);
-    fflush(stdout);
-    return bad == 0 ? 0 : 1;
-}
+/* Relative: the programs are compiled by clang outside Bazel's include paths. */
+#include "../support/check.h"
+#include "../support/test_rng.h"
 
 /* ---- seed and random bytes ------------------------------------------------------------------ */
 
 static uint64_t ht_seed;
 
-static inline uint64_t ht_mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 /* Reads the seed (argv[1], else OMPBATCH_TEST_SEED, else the clock) and prints it, so a failing
  * run can be replayed. */
 static inline void ht_init(int argc, char **argv, const char *program)
 {
-    const char *text = argc > 1 ? argv[1] : getenv("OMPBATCH_TEST_SEED");
-    ht_seed = text ? strtoull(text, NULL, 10) : (uint64_t)time(NULL);
+    if (!ob_test_seed_parse(argc > 1 ? argv[1] : getenv("OMPBATCH_TEST_SEED"), &ht_seed))
+        ht_seed = (uint64_t)time(NULL);
     /* Line-buffered: a run that libomptarget aborts keeps the report printed so far. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("%s: seed %" PRIu64 "\n", program, ht_seed);
 }
 
-/* A random value in [0, bound) from a caller-held state; bound 0 gives 0. */
+/* A random value in [0, bound) from a caller-held state (ht_state); bound 0 gives 0. */
 static inline size_t ht_below(uint64_t *state, size_t bound)
 {
-    *state = ht_mix64(*state + 0x9e3779b97f4a7c15ULL);
-    return bound ? (size_t)(*state % bound) : 0;
+    ob_test_rng rng = {*state};
+    size_t value = (size_t)ob_test_rng_below(&rng, bound);
+    *state = rng.state;
+    return value;
 }
 
 /* A random value in [lo, hi]. */
@@ -95,19 +68,14 @@ static inline size_t ht_between(uint64_t *state, size_t lo, size_t hi)
 /* A random state for one purpose (salt) of this run. */
 static inline uint64_t ht_state(uint64_t salt)
 {
-    return ht_mix64(ht_seed ^ ht_mix64(salt + 0x632be59bd9b4e019ULL));
+    return ob_test_rng_make(ht_seed, salt).state;
 }
 
 /* n random bytes, different for every salt and every seed. */
 static inline void ht_fill_random(void *p, size_t n, uint64_t salt)
 {
-    unsigned char *b = p;
-    uint64_t s = ht_state(salt);
-    for (size_t j = 0; j < n; j++) {
-        if (j % 8 == 0)
-            s = ht_mix64(s + 0x9e3779b97f4a7c15ULL);
-        b[j] = (unsigned char)(s >> (8 * (j % 8)));
-    }
+    ob_test_rng rng = ob_test_rng_make(ht_seed, salt);
+    ob_test_rng_fill(&rng, p, n);
 }
 
 /* p[j] = unlike[j] ^ (random non-zero byte): random data that differs from unlike in every
@@ -209,13 +177,12 @@ static inline void ht_expect_host_at(const void *got, const void *want, size_t n
         }
     }
     if (count == 0) {
-        atomic_fetch_add(&ht_passed, 1);
+        ob_check_pass();
         return;
     }
-    atomic_fetch_add(&ht_failed, 1);
-    fprintf(stderr, "FAIL %s:%d: %s on the host: %zu of %zu bytes differ, first at %zu: %#04x, "
-                    "want %#04x\n",
-            file, line, what, count, n, first, g[first], w[first]);
+    ob_check_fail_at(file, line, "%s on the host: %zu of %zu bytes differ, first at %zu: %#04x, "
+                                 "want %#04x",
+                     what, count, n, first, g[first], w[first]);
 }
 #define ht_expect_host(got, want, n, what)                                                      \
     ht_expect_host_at((got), (want), (n), (what), __FILE__, __LINE__)
@@ -249,9 +216,7 @@ static inline void ht_expect_device_at(const void *p, const void *want, size_t n
     size_t count = 0, first = 0;
     unsigned got_first = 0, want_first = 0;
     if (!ht_is_mapped(p, n)) {
-        atomic_fetch_add(&ht_failed, 1);
-        fprintf(stderr, "FAIL %s:%d: %s: %zu bytes are not mapped on the device\n", file, line,
-                what, n);
+        ob_check_fail_at(file, line, "%s: %zu bytes are not mapped on the device", what, n);
         return;
     }
 #pragma omp target map(alloc : b[0:n]) map(to : w[0:n])                                        \
@@ -267,13 +232,12 @@ static inline void ht_expect_device_at(const void *p, const void *want, size_t n
         }
     }
     if (count == 0) {
-        atomic_fetch_add(&ht_passed, 1);
+        ob_check_pass();
         return;
     }
-    atomic_fetch_add(&ht_failed, 1);
-    fprintf(stderr, "FAIL %s:%d: %s on the device: %zu of %zu bytes differ, first at %zu: "
-                    "%#04x, want %#04x\n",
-            file, line, what, count, n, first, got_first, want_first);
+    ob_check_fail_at(file, line, "%s on the device: %zu of %zu bytes differ, first at %zu: "
+                                 "%#04x, want %#04x",
+                     what, count, n, first, got_first, want_first);
 }
 #define ht_expect_device(p, want, n, what)                                                      \
     ht_expect_device_at((p), (want), (n), (what), __FILE__, __LINE__)
@@ -285,8 +249,7 @@ static inline void ht_device_scramble(void *p, size_t n, uint64_t tag)
     unsigned char *b = p;
     uint64_t s = ht_seed;
     if (!ht_is_mapped(p, n)) {
-        atomic_fetch_add(&ht_failed, 1);
-        fprintf(stderr, "FAIL: scramble of %zu bytes that are not mapped\n", n);
+        ob_check_fail_at(__FILE__, __LINE__, "scramble of %zu bytes that are not mapped", n);
         return;
     }
 #pragma omp target map(alloc : b[0:n]) firstprivate(s, tag, n)
@@ -376,7 +339,7 @@ static inline void ht_buf_copied_to(ht_buf *b, size_t off, size_t len)
 #define ht_buf_expect_host(b, what)                                                             \
     do {                                                                                        \
         ht_expect_host((b)->p, (b)->host, (b)->n, (what));                                      \
-        CHECK(ht_is_unmapped((b)->p, (b)->n), "%s: still mapped on the device", (what));        \
+        OB_CHECK(ht_is_unmapped((b)->p, (b)->n), "%s: still mapped on the device", (what));        \
     } while (0)
 
 #endif /* OMPBATCH_TESTS_OMP_HOOK_HOOK_TEST_H */

@@ -138,7 +138,7 @@ static void report(const char *phase)
         uint64_t h = 0;
         size_t bytes = 0;
         for (int i = GROUP * k; i < GROUP * (k + 1); i++) {
-            h = ht_mix64(h ^ ht_fnv(arrays[i].p, arrays[i].n));
+            h = ob_test_mix(h ^ ht_fnv(arrays[i].p, arrays[i].n));
             bytes += arrays[i].n;
         }
         printf("  group %2d  %6zu bytes  %016" PRIx64 "\n", k, bytes, h);
@@ -229,5 +229,5 @@ int main(int argc, char **argv)
 
     for (int i = 0; i < NARRAYS; i++)
         ht_buf_free(&arrays[i]);
-    return ht_finish("many_small");
+    return ob_check_finish("many_small");
 }

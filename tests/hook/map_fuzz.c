@@ -82,11 +82,11 @@ static void check_model(void)
     for (int k = 0; k < ARRAYS; k++) {
         const array *a = &arrays[k];
         if (a->mapped)
-            CHECK(omp_target_is_present(a->p + a->lo, dev) &&
+            OB_CHECK(omp_target_is_present(a->p + a->lo, dev) &&
                       omp_target_is_present(a->p + a->hi - 1, dev),
                   "array %d: [%zu, %zu) should be mapped", k, a->lo, a->hi);
         else
-            CHECK(!omp_target_is_present(a->p, dev) &&
+            OB_CHECK(!omp_target_is_present(a->p, dev) &&
                       !omp_target_is_present(a->p + a->n / 2, dev) &&
                       !omp_target_is_present(a->p + a->n - 1, dev),
                   "array %d should not be mapped", k);
@@ -98,7 +98,7 @@ static uint64_t hash_all(void)
     check_model();
     uint64_t h = 0;
     for (int k = 0; k < ARRAYS; k++)
-        h = ht_mix64(h ^ ht_fnv(arrays[k].p, arrays[k].n));
+        h = ob_test_mix(h ^ ht_fnv(arrays[k].p, arrays[k].n));
     return h;
 }
 
@@ -572,9 +572,9 @@ int main(int argc, char **argv)
                 a->mapped = 0;
             exit_data(k, lo, len, 0);
         }
-        CHECK(ht_is_unmapped(a->p, a->n), "array %d is still mapped at the end", k);
+        OB_CHECK(ht_is_unmapped(a->p, a->n), "array %d is still mapped at the end", k);
         printf("end %d: %016" PRIx64 "\n", k, ht_fnv(a->p, a->n));
     }
     printf("map_fuzz: %lu constructs\n", constructs_done);
-    return ht_finish("map_fuzz");
+    return ob_check_finish("map_fuzz");
 }

@@ -33,7 +33,7 @@ static scalars scalars_step(scalars s)
 
 static void expect_scalars(int i, double d, char c, long long l, scalars want, const char *what)
 {
-    CHECK(i == want.i && memcmp(&d, &want.d, sizeof d) == 0 && c == want.c && l == want.l,
+    OB_CHECK(i == want.i && memcmp(&d, &want.d, sizeof d) == 0 && c == want.c && l == want.l,
           "%s: host scalars differ (i %d/%d c %d/%d l %lld/%lld)", what, i, want.i, c, want.c,
           l, want.l);
 }
@@ -44,7 +44,7 @@ static void test_scalars(void)
 {
     uint64_t r = ht_state(1);
     scalars dev = {(int)ht_below(&r, 1u << 30), (double)(1 + ht_below(&r, 1u << 20)) / 8.0,
-                   (char)(1 + ht_below(&r, 100)), (long long)ht_mix64(r)};
+                   (char)(1 + ht_below(&r, 100)), (long long)ob_test_mix(r)};
     int i = dev.i;
     double d = dev.d;
     char c = dev.c;
@@ -88,7 +88,7 @@ static void test_scalars(void)
     i = ~dev.i, d = dev.d + 1.0, c = (char)~dev.c, l = ~dev.l; /* poison */
 #pragma omp target exit data map(from : i, d, c, l)
     expect_scalars(i, d, c, l, dev, "scalars after exit from");
-    CHECK(ht_is_unmapped(&i, sizeof i) && ht_is_unmapped(&l, sizeof l),
+    OB_CHECK(ht_is_unmapped(&i, sizeof i) && ht_is_unmapped(&l, sizeof l),
           "scalars still mapped after exit");
     printf("scalars: i %d d %.17g c %d l %lld\n", i, d, c, l);
 }
@@ -141,7 +141,7 @@ static void test_arrays(void)
     ht_buf_copied_from(&h, 0, h.n);
     ht_expect_host(fixed, fdev, sizeof fixed, "fixed after exit from");
     ht_buf_expect_host(&h, "heap after exit from");
-    CHECK(ht_is_unmapped(fixed, sizeof fixed), "fixed still mapped after exit");
+    OB_CHECK(ht_is_unmapped(fixed, sizeof fixed), "fixed still mapped after exit");
     ht_report("arrays: fixed", fixed, sizeof fixed);
     ht_report("arrays: heap", h.p, h.n);
     free(fdev);
@@ -226,7 +226,7 @@ static void test_section_bytes(void)
 
 #pragma omp target enter data map(to : p[lo:len])
     ht_buf_expect(&b, lo, len, "section after enter");
-    CHECK(!omp_target_is_present(p + lo - 1, omp_get_default_device()) &&
+    OB_CHECK(!omp_target_is_present(p + lo - 1, omp_get_default_device()) &&
               !omp_target_is_present(p + lo + len, omp_get_default_device()),
           "section: bytes next to the mapped section are mapped too");
     section_updates_from(&b, lo, len, &r);
@@ -330,7 +330,7 @@ static void test_section_2d(void)
     ht_report("sections: 2-D after a wide strided update", m, sizeof m);
 #pragma omp target exit data map(from : m)
     ht_expect_host(m, dev, sizeof m, "2-D after exit from");
-    CHECK(ht_is_unmapped(m, sizeof m), "2-D still mapped after exit");
+    OB_CHECK(ht_is_unmapped(m, sizeof m), "2-D still mapped after exit");
     ht_report("sections: 2-D doubles", m, sizeof m);
     free(dev);
     free(host);
@@ -604,5 +604,5 @@ int main(int argc, char **argv)
     test_refcount();
     test_nested();
     test_partial();
-    return ht_finish("maps_basic");
+    return ob_check_finish("maps_basic");
 }

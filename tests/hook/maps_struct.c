@@ -79,7 +79,7 @@ static vec_seen vec_device_step(vec *sp, const unsigned char *want, uintptr_t wa
     size_t nb = (size_t)sp->n * sizeof(double);
     uint64_t s = ht_seed;
     if (!ht_is_mapped(sp, sizeof *sp)) {
-        CHECK(0, "struct at %p is not mapped", (void *)sp);
+        OB_CHECK(0, "struct at %p is not mapped", (void *)sp);
         return seen;
     }
 #pragma omp target map(alloc : sp[0:1]) map(to : want[0:nb]) map(tofrom : seen)                \
@@ -107,13 +107,13 @@ static void vec_step(vec_case *c, vec *sp, int want_tag, int new_tag, uint64_t s
 {
     uintptr_t dev_p = (uintptr_t)omp_get_mapped_ptr(c->host_p, omp_get_default_device());
     vec_seen seen = vec_device_step(sp, c->pdev, dev_p, new_tag, scramble_tag);
-    CHECK(dev_p != 0 && dev_p != (uintptr_t)c->host_p,
+    OB_CHECK(dev_p != 0 && dev_p != (uintptr_t)c->host_p,
           "%s: the data has no separate device copy", what);
-    CHECK(seen.pointer_ok, "%s: the device struct's pointer is not the attached device address",
+    OB_CHECK(seen.pointer_ok, "%s: the device struct's pointer is not the attached device address",
           what);
-    CHECK(seen.n == c->s.n && seen.tag == want_tag, "%s: device struct n %d tag %d, want %d %d",
+    OB_CHECK(seen.n == c->s.n && seen.tag == want_tag, "%s: device struct n %d tag %d, want %d %d",
           what, seen.n, seen.tag, c->s.n, want_tag);
-    CHECK(seen.data_mismatches == 0, "%s: %zu bytes of the device data differ", what,
+    OB_CHECK(seen.data_mismatches == 0, "%s: %zu bytes of the device data differ", what,
           seen.data_mismatches);
     ht_host_scramble(c->pdev, vec_bytes(c), scramble_tag);
 }
@@ -122,8 +122,8 @@ static void vec_step(vec_case *c, vec *sp, int want_tag, int new_tag, uint64_t s
  * copy of the struct back), and its data phost. */
 static void vec_expect_host(const vec_case *c, const vec *s, int tag, const char *what)
 {
-    CHECK(s->p == c->host_p, "%s: the host struct's pointer changed", what);
-    CHECK(s->n == c->s.n && s->tag == tag, "%s: host struct n %d tag %d, want %d %d", what,
+    OB_CHECK(s->p == c->host_p, "%s: the host struct's pointer changed", what);
+    OB_CHECK(s->n == c->s.n && s->tag == tag, "%s: host struct n %d tag %d, want %d %d", what,
           s->n, s->tag, c->s.n, tag);
     ht_expect_host(c->host_p, c->phost, vec_bytes(c), what);
 }
@@ -186,7 +186,7 @@ static void test_attach_separate(void)
 
 #pragma omp target exit data map(from : c.s)
     vec_expect_host(&c, &c.s, tag0 + 5, "attach: after exit of the struct");
-    CHECK(ht_is_unmapped(&c.s, sizeof c.s), "attach: struct still mapped");
+    OB_CHECK(ht_is_unmapped(&c.s, sizeof c.s), "attach: struct still mapped");
     printf("attach: n %d tag %d extra %.17g\n", c.s.n, c.s.tag, c.s.extra);
     ht_report("attach: data", c.host_p, vec_bytes(&c));
     ht_report("attach: w", w.p, wn);
@@ -217,7 +217,7 @@ static void test_attach_combined(void)
     memcpy(h.phost, h.pdev, vec_bytes(&h));
     vec_expect_host(&c, &c.s, tag + 1, "combined: struct after exit");
     vec_expect_host(&h, ps, htag + 1, "combined: struct through a pointer after exit");
-    CHECK(ht_is_unmapped(&c.s, sizeof c.s) && ht_is_unmapped(ps, sizeof *ps),
+    OB_CHECK(ht_is_unmapped(&c.s, sizeof c.s) && ht_is_unmapped(ps, sizeof *ps),
           "combined: structs still mapped");
     ht_report("combined: data", c.host_p, vec_bytes(&c));
     ht_report("combined: data through a pointer", h.host_p, vec_bytes(&h));
@@ -263,7 +263,7 @@ static void test_struct_learnt(void)
         ht_host_scramble(dev_u, ub, 73 + (uint64_t)step);
         ht_fill_unlike(g.u, dev_u, ub, 80 + (uint64_t)step);
 #pragma omp target update from(g.u[0:g.n])
-        CHECK(g.u == host_u, "learnt: the host pointer changed");
+        OB_CHECK(g.u == host_u, "learnt: the host pointer changed");
         ht_expect_host(g.u, dev_u, ub, "learnt: u after update from");
         ht_fill_unlike(g.u, dev_u, ub, 90 + (uint64_t)step);
         memcpy(dev_u, g.u, ub);
@@ -276,7 +276,7 @@ static void test_struct_learnt(void)
 #pragma omp target update from(g.halo)
     ht_expect_host(g.halo, halo, sizeof halo, "learnt: halo after update from");
 #pragma omp target exit data map(release : g, g.u[0:g.n])
-    CHECK(ht_is_unmapped(&g, sizeof g) && ht_is_unmapped(host_u, ub),
+    OB_CHECK(ht_is_unmapped(&g, sizeof g) && ht_is_unmapped(host_u, ub),
           "learnt: grid still mapped");
     ht_report("learnt: u", host_u, ub);
 
@@ -298,12 +298,12 @@ static void test_struct_learnt(void)
     ht_host_scramble(dev_coef, sizeof dev_coef, 97);
 #pragma omp target exit data map(from : pr.coef)
     ht_expect_host(pr.coef, coef, sizeof coef, "learnt: coef after the first exit");
-    CHECK(ht_is_mapped(pr.coef, sizeof pr.coef), "learnt: params gone after the first exit");
+    OB_CHECK(ht_is_mapped(pr.coef, sizeof pr.coef), "learnt: params gone after the first exit");
     pr.iters = -1;
 #pragma omp target exit data map(from : pr.iters, pr.coef)
     ht_expect_host(pr.coef, dev_coef, sizeof dev_coef, "learnt: coef after the last exit");
-    CHECK(pr.iters == iters, "learnt: iters %d after the last exit, want %d", pr.iters, iters);
-    CHECK(ht_is_unmapped(&pr.iters, sizeof pr.iters + sizeof pr.coef),
+    OB_CHECK(pr.iters == iters, "learnt: iters %d after the last exit, want %d", pr.iters, iters);
+    OB_CHECK(ht_is_unmapped(&pr.iters, sizeof pr.iters + sizeof pr.coef),
           "learnt: params still mapped");
     ht_report("learnt: coef", pr.coef, sizeof pr.coef);
     free(host_u);
@@ -398,7 +398,7 @@ static void test_mapper_named(void)
     memcpy(c.phost, c.pdev, vec_bytes(&c));
     ht_buf_expect_host(&w, "mapper: w after exit");
     vec_expect_host(&c, sp, tag + 3, "mapper: after exit");
-    CHECK(ht_is_unmapped(c.host_p, vec_bytes(&c)), "mapper: data still mapped after exit");
+    OB_CHECK(ht_is_unmapped(c.host_p, vec_bytes(&c)), "mapper: data still mapped after exit");
     ht_report("mapper: data", c.host_p, vec_bytes(&c));
     ht_report("mapper: w", w.p, wn);
     mapper_leftover(sp, tag + 3);
@@ -435,7 +435,7 @@ static void test_mapper_then_plain_updates(void)
 #pragma omp target exit data map(mapper(deep), from : sp[0:1])
     memcpy(c.phost, c.pdev, vec_bytes(&c));
     vec_expect_host(&c, sp, tag + 1, "mapper+plain: after exit");
-    CHECK(ht_is_unmapped(c.host_p, vec_bytes(&c)), "mapper+plain: data still mapped after exit");
+    OB_CHECK(ht_is_unmapped(c.host_p, vec_bytes(&c)), "mapper+plain: data still mapped after exit");
     ht_report("mapper+plain: data", c.host_p, vec_bytes(&c));
     vec_case_free(&c);
 }
@@ -485,9 +485,9 @@ static void test_mapper_default(void)
     ht_fill_unlike(q, q, nb, 73);
 #pragma omp target update from(iv[0:1])
     ht_expect_host(q, dev, nb, "default mapper: data after update from");
-    CHECK(iv->q == q, "default mapper: host pointer changed by update from");
+    OB_CHECK(iv->q == q, "default mapper: host pointer changed by update from");
 #pragma omp target exit data map(release : iv[0:1])
-    CHECK(ht_is_unmapped(q, nb), "default mapper: data still mapped after release");
+    OB_CHECK(ht_is_unmapped(q, nb), "default mapper: data still mapped after release");
     printf("default mapper: struct still mapped after release: %d\n",
            omp_target_is_present(iv, omp_get_default_device()));
     ht_report("default mapper: data", q, nb);
@@ -541,7 +541,7 @@ static void test_mapper_beside_arrays(void)
 #pragma omp target map(alloc : ip[0:1]) map(tofrom : sum)
         for (int k = 0; k < ip->n; k++)
             sum += ip->p[k];
-        CHECK(memcmp(&sum, &want, sizeof sum) == 0 || sum == want,
+        OB_CHECK(memcmp(&sum, &want, sizeof sum) == 0 || sum == want,
               "beside a mapper: the attached vec reads %g, want %g", sum, want);
         ht_buf_expect(&a, 0, an, "beside a mapper: a after the attached update");
 #pragma omp target exit data map(mapper(deep), release : ip[0:1])
@@ -568,7 +568,7 @@ static void test_mapper_beside_arrays(void)
     ht_buf_expect(&d, 0, dn, "beside a mapper: d after update from");
 #pragma omp target enter data map(to : dp[0:dn]) map(mapper(deep), to : tp[0:1])
 #pragma omp target exit data map(release : dp[0:dn]) map(mapper(deep), release : tp[0:1])
-    CHECK(ht_is_mapped(dp, dn), "beside a mapper: d gone after one of its two exits");
+    OB_CHECK(ht_is_mapped(dp, dn), "beside a mapper: d gone after one of its two exits");
 #pragma omp target exit data map(release : dp[0:dn]) map(mapper(deep), release : tp[0:1])
     ht_buf_poison(&d, 93);
 #pragma omp target update from(dp[0:dn])
@@ -710,7 +710,7 @@ static void test_globals(void)
     ht_buf_copied_from(&w, 0, wn);
     ht_buf_expect(&w, 0, wn, "globals: w after update from");
     ht_expect_host(g_vals, vals, sizeof vals, "globals: g_vals after update from");
-    CHECK(g_scalar == scalar, "globals: g_scalar %d, want %d", g_scalar, scalar);
+    OB_CHECK(g_scalar == scalar, "globals: g_scalar %d, want %d", g_scalar, scalar);
 
     /* Infinite count: enter and exit copy nothing. */
     ht_fill_unlike(g_bytes, bdev, G_BYTES, 100);
@@ -754,5 +754,5 @@ int main(int argc, char **argv)
     test_mapper_beside_arrays();
     test_present();
     test_globals();
-    return ht_finish("maps_struct");
+    return ob_check_finish("maps_struct");
 }

@@ -66,13 +66,13 @@ static void expect_on_device(int d, int i, const unsigned char *expected, const 
     unsigned char *p = host[i];
     size_t n = size[i], bad = 0;
     if (!omp_target_is_present(p, d)) {
-        CHECK(0, "%s: array %d is not mapped on device %d", what, i, d);
+        OB_CHECK(0, "%s: array %d is not mapped on device %d", what, i, d);
         return;
     }
 #pragma omp target map(alloc : p[0:n]) map(to : expected[0:n]) map(tofrom : bad) device(d)
     for (size_t j = 0; j < n; j++)
         bad += p[j] != expected[j];
-    CHECK(bad == 0, "%s: device %d's array %d: %zu of %zu bytes differ", what, d, i, bad, n);
+    OB_CHECK(bad == 0, "%s: device %d's array %d: %zu of %zu bytes differ", what, d, i, bad, n);
 }
 
 static uint64_t tag_of(int d, int i, int step)
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     int devices = omp_get_num_devices();
     if (devices > MAX_DEVICES)
         devices = MAX_DEVICES;
-    CHECK(devices >= 1, "no offload device");
+    OB_CHECK(devices >= 1, "no offload device");
     printf("devices used: %d\n", devices);
     uint64_t rng = ht_state(1);
     for (int i = 0; i < NARRAYS; i++) {
@@ -162,20 +162,20 @@ int main(int argc, char **argv)
             void *theirs = omp_get_mapped_ptr(host[i], d);
             void *buffer = omp_target_alloc(n, e);
             unsigned char *back = ht_malloc(n);
-            CHECK(theirs != NULL && buffer != NULL, "device %d: no mapped pointer or buffer", d);
+            OB_CHECK(theirs != NULL && buffer != NULL, "device %d: no mapped pointer or buffer", d);
             if (theirs != NULL && buffer != NULL) {
                 ht_fill_unlike(back, want[d][i], n, 40000 + (uint64_t)(d * NARRAYS + i));
-                CHECK(omp_target_memcpy(buffer, theirs, n, 0, 0, e, d) == 0,
+                OB_CHECK(omp_target_memcpy(buffer, theirs, n, 0, 0, e, d) == 0,
                       "omp_target_memcpy device %d -> %d failed", d, e);
-                CHECK(omp_target_memcpy(back, buffer, n, 0, 0, initial, e) == 0,
+                OB_CHECK(omp_target_memcpy(back, buffer, n, 0, 0, initial, e) == 0,
                       "omp_target_memcpy device %d -> host failed", e);
                 ht_expect_host(back, want[d][i], n, "omp_target_memcpy between devices");
                 ht_fill_random(back, n, 50000 + (uint64_t)(d * NARRAYS + i));
-                CHECK(omp_target_memcpy(buffer, back, n / 2, 1, 0, e, initial) == 0,
+                OB_CHECK(omp_target_memcpy(buffer, back, n / 2, 1, 0, e, initial) == 0,
                       "omp_target_memcpy host -> device %d failed", e);
                 unsigned char *again = ht_malloc(n);
                 ht_fill_unlike(again, back, n, 60000 + (uint64_t)i);
-                CHECK(omp_target_memcpy(again, buffer, n / 2, 0, 1, initial, e) == 0,
+                OB_CHECK(omp_target_memcpy(again, buffer, n / 2, 0, 1, initial, e) == 0,
                       "omp_target_memcpy device %d -> host failed", e);
                 ht_expect_host(again, back, n / 2, "omp_target_memcpy host -> device -> host");
                 free(again);
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
             group_exit_from(d, g);
         for (int i = 0; i < NARRAYS; i++) {
             ht_expect_host(host[i], want[d][i], size[i], "exit from");
-            CHECK(!omp_target_is_present(host[i], d), "array %d still mapped on device %d", i, d);
+            OB_CHECK(!omp_target_is_present(host[i], d), "array %d still mapped on device %d", i, d);
         }
         report("exited", d);
     }
@@ -202,5 +202,5 @@ int main(int argc, char **argv)
         for (int d = 0; d < MAX_DEVICES; d++)
             free(want[d][i]);
     }
-    return ht_finish("multi_device");
+    return ob_check_finish("multi_device");
 }

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     __tgt_target_data_begin_mapper(NULL, dev, -1, NULL, NULL, NULL, NULL, NULL, NULL);
     __tgt_target_data_update_mapper(NULL, dev, -3, NULL, NULL, NULL, NULL, NULL, NULL);
     __tgt_target_data_end_mapper(NULL, dev, INT32_MIN, NULL, NULL, NULL, NULL, NULL, NULL);
-    CHECK(ht_is_unmapped(b[0].p, b[0].n), "empty: something got mapped");
+    OB_CHECK(ht_is_unmapped(b[0].p, b[0].n), "empty: something got mapped");
 
     /* Map the first N - 1 buffers; the last stays unmapped. */
     __tgt_target_data_begin_mapper(NULL, dev, N - 1, begins, begins, sizes, to, NULL, NULL);
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         ht_buf_copied_to(&b[0], 0, b[0].n);
         update(dev, 3, mixed, mixed_sizes, mixed_types, NULL);
         ht_buf_expect(&b[0], 0, b[0].n, "unmapped: the good item");
-        CHECK(ht_is_unmapped(b[N - 1].p, b[N - 1].n), "unmapped: the unmapped buffer got mapped");
+        OB_CHECK(ht_is_unmapped(b[N - 1].p, b[N - 1].n), "unmapped: the unmapped buffer got mapped");
         ht_report("unmapped: partly mapped buffer's device copy", b[1].p, b[1].n);
     }
 
@@ -194,5 +194,5 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < N; i++)
         ht_buf_free(&b[i]);
-    return ht_finish("odd_calls");
+    return ob_check_finish("odd_calls");
 }

@@ -24,6 +24,14 @@ def llvm_test_name(name, llvm):
         fail("test names end in _test: " + name)
     return "%s_llvm%d_test" % (name[:-len("_test")], llvm)
 
+# The headers every hook test program includes: its own and the tests' shared check and
+# generator (included relatively: clang compiles the programs outside Bazel's include paths).
+HOOK_TEST_HEADERS = [
+    "//tests/hook:hook_test.h",
+    "//tests/support:check.h",
+    "//tests/support:test_rng.h",
+]
+
 def omp_hook_program(name, src, target = "host", llvm_versions = LLVM_VERSIONS, **kwargs):
     """`<name>_plain` (no hook) and `<name>_hooked` (libompbatch.a linked before the OpenMP
     runtime), both built from src with the shared hook_test.h, for each LLVM version. target =
@@ -34,7 +42,7 @@ def omp_hook_program(name, src, target = "host", llvm_versions = LLVM_VERSIONS, 
         for suffix, hook in [("_plain", False), ("_hooked", True)]:
             omp_binary(
                 name = llvm_program_name(name, llvm) + suffix,
-                srcs = [src, "hook_test.h"],
+                srcs = [src] + HOOK_TEST_HEADERS,
                 target = target,
                 hook = hook,
                 copts = copts,

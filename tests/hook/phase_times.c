@@ -23,7 +23,7 @@ static uint64_t nested(const ompbatch_hook_stats *s)
 static ompbatch_hook_stats stats(void)
 {
     ompbatch_hook_stats s = {.struct_size = sizeof(s)};
-    CHECK(ompbatch_hook_get_stats(&s) == OMPBATCH_OK, "ompbatch_hook_get_stats failed");
+    OB_CHECK(ompbatch_hook_get_stats(&s) == OMPBATCH_OK, "ompbatch_hook_get_stats failed");
     return s;
 }
 
@@ -48,7 +48,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < N; i += 7)
             want_sums += want[i];
     }
-    CHECK(sums == want_sums, "the regions' sums add up to %ld, want %ld", sums, want_sums);
+    OB_CHECK(sums == want_sums, "the regions' sums add up to %ld, want %ld", sums, want_sums);
     for (int u = 0; u < UPDATES; u++) {
         ht_fill_unlike(a, want, N, 10 + (uint64_t)u);
 #pragma omp target update from(a[0:N])
@@ -57,30 +57,30 @@ int main(int argc, char **argv)
 #pragma omp target exit data map(release : a[0:N])
 
     ompbatch_hook_stats s = stats();
-    CHECK(s.state == OMPBATCH_HOOK_ACTIVE, "hook state %d, want active", s.state);
-    CHECK(s.regions_split >= REGIONS, "%" PRIu64 " regions split, want %d", s.regions_split,
+    OB_CHECK(s.state == OMPBATCH_HOOK_ACTIVE, "hook state %d, want active", s.state);
+    OB_CHECK(s.regions_split >= REGIONS, "%" PRIu64 " regions split, want %d", s.regions_split,
           REGIONS);
-    CHECK(s.update_batched >= UPDATES, "%" PRIu64 " update items batched, want %d",
+    OB_CHECK(s.update_batched >= UPDATES, "%" PRIu64 " update items batched, want %d",
           s.update_batched, UPDATES);
     if (on) {
-        CHECK(s.time_construct_ns > 0, "no construct time");
-        CHECK(s.time_runtime_ns > 0, "no time in the runtime's data entry points");
-        CHECK(s.time_kernel_ns > 0, "no time in the runtime's region entry point");
-        CHECK(s.time_query_ns > 0, "no time asking the runtime");
-        CHECK(s.time_add_ns > 0, "no time adding copies");
-        CHECK(s.time_enqueue_ns > 0, "no time enqueueing copies");
-        CHECK(s.time_construct_ns >= nested(&s),
+        OB_CHECK(s.time_construct_ns > 0, "no construct time");
+        OB_CHECK(s.time_runtime_ns > 0, "no time in the runtime's data entry points");
+        OB_CHECK(s.time_kernel_ns > 0, "no time in the runtime's region entry point");
+        OB_CHECK(s.time_query_ns > 0, "no time asking the runtime");
+        OB_CHECK(s.time_add_ns > 0, "no time adding copies");
+        OB_CHECK(s.time_enqueue_ns > 0, "no time enqueueing copies");
+        OB_CHECK(s.time_construct_ns >= nested(&s),
               "construct time %" PRIu64 " ns is less than the phases in it, %" PRIu64 " ns",
               s.time_construct_ns, nested(&s));
-        CHECK(ompbatch_hook_reset_stats() == OMPBATCH_OK, "ompbatch_hook_reset_stats failed");
+        OB_CHECK(ompbatch_hook_reset_stats() == OMPBATCH_OK, "ompbatch_hook_reset_stats failed");
         ompbatch_hook_stats z = stats();
-        CHECK(z.time_construct_ns == 0 && nested(&z) == 0, "times left after a reset");
+        OB_CHECK(z.time_construct_ns == 0 && nested(&z) == 0, "times left after a reset");
     } else {
-        CHECK(s.time_construct_ns == 0 && nested(&s) == 0,
+        OB_CHECK(s.time_construct_ns == 0 && nested(&s) == 0,
               "times measured without OMPBATCH_STATS=1 (construct %" PRIu64 " ns)",
               s.time_construct_ns);
     }
     free(a);
     free(want);
-    return ht_finish("phase_times");
+    return ob_check_finish("phase_times");
 }

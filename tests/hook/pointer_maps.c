@@ -78,7 +78,7 @@ static void test_halo_loop(void)
     }
     /* The end of target data brings u back whole. */
     ht_expect_host(grid_u, u, n * sizeof(uint32_t), "halo loop: u after the end");
-    CHECK(ht_is_unmapped(grid_u, n * sizeof(uint32_t)), "halo loop: u still mapped");
+    OB_CHECK(ht_is_unmapped(grid_u, n * sizeof(uint32_t)), "halo loop: u still mapped");
     ht_report("halo loop: u", grid_u, n * sizeof(uint32_t));
     free(u), free(v), free(next), free(grid_u), free(grid_v), free(grid_w);
 }
@@ -162,7 +162,7 @@ static void test_attached_inside(void)
         for (int i = 0; i < ROWS; i++)
             for (size_t j = 0; j < w; j++)
                 sum += ht_mix32(table[i][j], (uint32_t)round);
-        CHECK(sum == want_sum, "attached inside, round %d: the kernel summed %u, want %u", round,
+        OB_CHECK(sum == want_sum, "attached inside, round %d: the kernel summed %u, want %u", round,
               sum, want_sum);
     }
     for (int i = 0; i < ROWS; i++) {
@@ -211,5 +211,5 @@ int main(int argc, char **argv)
     test_enter_exit();
     test_attached_inside();
     test_struct_beside();
-    return ht_finish("pointer_maps");
+    return ob_check_finish("pointer_maps");
 }

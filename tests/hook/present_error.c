@@ -79,12 +79,12 @@ int main(int argc, char **argv)
     a.n -= SLACK;
     ht_buf b = ht_buf_new(ht_between(&r, 1, 5000), 11);
     mapped_work(&a);
-    CHECK(ht_is_unmapped(b.p, b.n), "b is mapped before the error");
+    OB_CHECK(ht_is_unmapped(b.p, b.n), "b is mapped before the error");
     /* A failure before the error would end with the same abort: stop here instead. */
-    if (ht_finish("present_error: before the error") != 0)
+    if (ob_check_finish("present_error: before the error") != 0)
         return 1;
     trigger(mode, &a, &b);
     printf("present_error: no error\n");
-    ht_finish("present_error");
+    ob_check_finish("present_error");
     return 1; /* surviving the construct is the failure */
 }

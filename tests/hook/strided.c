@@ -285,7 +285,7 @@ static void test_pointer_column(uint64_t *r)
 #pragma omp target update to(rows_of[0:NY][7:1])
     ht_expect_device(rows_of, want, n, "pointer: column to");
 #pragma omp target exit data map(release : rows_of[0:NY][0:NX])
-    CHECK(ht_is_unmapped(rows_of, n), "pointer: grid still mapped");
+    OB_CHECK(ht_is_unmapped(rows_of, n), "pointer: grid still mapped");
     free(rows_of);
     free(dev);
     free(want);
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
             for (int to = 0; to < 2; to++)
                 one_step(k, v, to, ht_below(&r, 1u << 30));
 #pragma omp target exit data map(release : grid[0:gn], blk[0:bn])
-        CHECK(ht_is_unmapped(grid, gn), "%s: grid still mapped", k->name);
+        OB_CHECK(ht_is_unmapped(grid, gn), "%s: grid still mapped", k->name);
 
         /* Partly mapped: rows outside the mapping keep the host's bytes. */
         int rows = 13, first = 3, j = 19;
@@ -320,12 +320,12 @@ int main(int argc, char **argv)
                 differ_outside += memcmp(grid + ((size_t)y * NX) * k->elem,
                                          before + ((size_t)y * NX) * k->elem,
                                          NX * k->elem) != 0;
-        CHECK(differ_outside == 0, "%s partly: %zu unmapped rows changed", k->name,
+        OB_CHECK(differ_outside == 0, "%s partly: %zu unmapped rows changed", k->name,
               differ_outside);
         printf("%s partly [%d %d %d]: %016" PRIx64 "\n", k->name, first, rows, j,
                ht_fnv(grid, gn));
         free(before);
     }
     test_pointer_column(&r);
-    return ht_finish("strided");
+    return ob_check_finish("strided");
 }

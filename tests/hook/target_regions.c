@@ -59,7 +59,7 @@ static void test_to_and_from(int rounds)
         }
         ht_expect_host(x, want, n * sizeof(*x), "to and from: x");
         ht_expect_host(y, want2, n * sizeof(*y), "to and from: y");
-        CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(x, n * sizeof(*x)),
+        OB_CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(x, n * sizeof(*x)),
               "to and from: still mapped after the region");
         if (round == 0)
             ht_report("to and from: x", x, n * sizeof(*x));
@@ -104,7 +104,7 @@ static void test_tofrom(int rounds)
         }
         for (int k = 0; k < 4; k++) {
             ht_expect_host(v[k], want[k], n * sizeof(uint32_t), "tofrom");
-            CHECK(ht_is_unmapped(v[k], n * sizeof(uint32_t)), "tofrom: still mapped");
+            OB_CHECK(ht_is_unmapped(v[k], n * sizeof(uint32_t)), "tofrom: still mapped");
         }
         if (round < 2)
             ht_report(round == 0 ? "tofrom: p" : "close, ompx_hold: p", p, n * sizeof(*p));
@@ -194,7 +194,7 @@ static void test_inside_target_data(void)
     }
     /* The end of target data: a and b were map(to:), c and d alloc: nothing comes back. */
     ht_expect_host(c, host_c, n * sizeof(*c), "inside target data: after the end");
-    CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c, n * sizeof(*c)),
+    OB_CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c, n * sizeof(*c)),
           "inside target data: still mapped after the end");
     ht_report("inside target data: d", d, n * sizeof(*d));
     free(a), free(b), free(c), free(d), free(dev_a), free(dev_b), free(host_c), free(host_d);
@@ -226,7 +226,7 @@ static void test_implicit_and_reduction(void)
         global_out[1][j] = ht_mix32(global_in[2][j] ^ global_in[3][j], tag);
         sum += global_out[0][j] ^ global_out[1][j];
     }
-    CHECK(sum == want_sum, "implicit and reduction: sum %u, want %u", sum, want_sum);
+    OB_CHECK(sum == want_sum, "implicit and reduction: sum %u, want %u", sum, want_sum);
     ht_expect_host(global_out, want_out, sizeof(want_out), "implicit and reduction: outputs");
     /* defaultmap(tofrom: scalar): the scalar comes back. */
     uint32_t scalar = tag;
@@ -236,7 +236,7 @@ static void test_implicit_and_reduction(void)
         for (int j = 0; j < 512; j++)
             global_out[0][j] = global_in[1][j], global_out[1][j] = global_in[0][j];
     }
-    CHECK(scalar == ht_mix32(tag, 7), "defaultmap: scalar %u, want %u", scalar, ht_mix32(tag, 7));
+    OB_CHECK(scalar == ht_mix32(tag, 7), "defaultmap: scalar %u, want %u", scalar, ht_mix32(tag, 7));
     ht_expect_host(global_out[0], global_in[1], sizeof(global_out[0]), "defaultmap: out 0");
     ht_expect_host(global_out[1], global_in[0], sizeof(global_out[1]), "defaultmap: out 1");
     /* Several reductions of a loop over explicitly mapped arrays. */
@@ -250,7 +250,7 @@ static void test_implicit_and_reduction(void)
         s1 += a[j] ^ b[j];
         s2 += ht_mix32(a[j], 3);
     }
-    CHECK(s1 == w1 && s2 == w2, "reductions: %u %u, want %u %u", s1, s2, w1, w2);
+    OB_CHECK(s1 == w1 && s2 == w2, "reductions: %u %u, want %u %u", s1, s2, w1, w2);
     printf("  implicit and reduction: sum %u, scalar %u, sums %u %u\n", sum, scalar, s1, s2);
     free(a), free(b);
 }
@@ -263,7 +263,7 @@ static void test_device_pointers(void)
     int dev = omp_get_default_device();
     uint32_t *in = tr_random(n, 600), *in2 = tr_random(n, 601);
     uint32_t *buf = omp_target_alloc(n * sizeof(uint32_t), dev);
-    CHECK(buf != NULL, "omp_target_alloc failed");
+    OB_CHECK(buf != NULL, "omp_target_alloc failed");
     if (buf == NULL)
         return;
 #pragma omp target is_device_ptr(buf) map(to : in[0:n], in2[0:n])
@@ -386,7 +386,7 @@ static void test_threads(void)
             free(a), free(b), free(x), free(y);
         }
     }
-    CHECK(bad == 0, "threads: %lu elements differ", bad);
+    OB_CHECK(bad == 0, "threads: %lu elements differ", bad);
     printf("  threads: %lu differences\n", bad);
 }
 
@@ -468,7 +468,7 @@ static void test_present_regions(int rounds)
     }
     /* Nothing came back: the entries stayed, the regions copied nothing. */
     ht_expect_host(a, host_a, n * sizeof(*a), "present regions: a untouched on the host");
-    CHECK(st.y == 11 && scalar == 17, "present regions: the struct or scalar came back");
+    OB_CHECK(st.y == 11 && scalar == 17, "present regions: the struct or scalar came back");
     ht_expect_device(a, dev_a, n * sizeof(*a), "present regions: a on the device");
     ht_expect_device(b, dev_b, n * sizeof(*b), "present regions: b on the device");
     ht_expect_device(c + k, dev_c + k, len * sizeof(*c), "present regions: c on the device");
@@ -485,11 +485,11 @@ static void test_present_regions(int rounds)
     ht_expect_host(b, dev_b, n * sizeof(*b), "present regions: b after the exit");
     ht_expect_host(c + k, dev_c + k, len * sizeof(*c), "present regions: c after the exit");
     ht_expect_host(global_grid, dev_grid, sizeof(global_grid), "present regions: the global");
-    CHECK(st.x == dev_st.x && st.y == dev_st.y && st.z == dev_st.z,
+    OB_CHECK(st.x == dev_st.x && st.y == dev_st.y && st.z == dev_st.z,
           "present regions: struct %u %u %u, want %u %u %u", st.x, st.y, st.z, dev_st.x,
           dev_st.y, dev_st.z);
-    CHECK(scalar == dev_scalar, "present regions: scalar %u, want %u", scalar, dev_scalar);
-    CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c + k, len * sizeof(*c)),
+    OB_CHECK(scalar == dev_scalar, "present regions: scalar %u, want %u", scalar, dev_scalar);
+    OB_CHECK(ht_is_unmapped(a, n * sizeof(*a)) && ht_is_unmapped(c + k, len * sizeof(*c)),
           "present regions: still mapped after the exit");
     ht_report("present regions: c", c + k, len * sizeof(*c));
     free(a), free(b), free(c), free(d), free(want_d), free(dev_a), free(dev_b), free(dev_c);
@@ -557,5 +557,5 @@ int main(int argc, char **argv)
     test_threads();
     test_present_regions(24);
     test_forwarded_shapes();
-    return ht_finish("target_regions");
+    return ob_check_finish("target_regions");
 }

@@ -30,5 +30,5 @@ int main(int argc, char **argv)
     ht_report("unified_memory", p, n);
     free(p);
     free(want);
-    return ht_finish("unified_memory");
+    return ob_check_finish("unified_memory");
 }

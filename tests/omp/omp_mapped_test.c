@@ -13,7 +13,7 @@
  * Run with OMP_TARGET_OFFLOAD=MANDATORY (a silent host fallback would make "device" memory the
  * host array itself) and without a CUDA driver (OMPBATCH_CUDA_LIBRARY pointing nowhere), so
  * OpenMP device 0 is the host-offload device for the library too. The seed is printed;
- * OMPBATCH_TEST_SEED=<n> replays a run. Ends with "omp mapped test: N passed, M failed" and exits
+ * OMPBATCH_TEST_SEED=<n> replays a run. Ends with "omp mapped test: N checks passed, M failed" and exits
  * non-zero on any failure.
  */
 #define _GNU_SOURCE
@@ -28,42 +28,26 @@
 #include <unistd.h>
 
 #include "ompbatch.h"
+/* Relative: clang compiles the program outside Bazel's include paths. */
+#include "../support/check.h"
+#include "../support/test_rng.h"
 
-/* ---- checks --------------------------------------------------------------------------------- */
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (cond) {                                                                             \
-            passed++;                                                                           \
-        } else {                                                                                \
-            failed++;                                                                           \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-        }                                                                                       \
-    } while (0)
+/* ---- checks: the C tests' one check (tests/support/check.h) -------------------------------- */
 
 /* A call that must succeed; on failure prints the library's message. */
 #define CHECK_OK(call)                                                                          \
     do {                                                                                        \
         int rc_ = (call);                                                                       \
-        CHECK(rc_ == OMPBATCH_OK, "%s -> %s: %s", #call, ompbatch_err_name(rc_),                \
+        OB_CHECK(rc_ == OMPBATCH_OK, "%s -> %s: %s", #call, ompbatch_err_name(rc_),                \
               ompbatch_last_error());                                                           \
     } while (0)
 
 /* A call that must fail with status want; returns 1 if it did. */
 static int expect_status(int got, int want, const char *what, int line)
 {
-    if (got == want) {
-        passed++;
-        return 1;
-    }
-    failed++;
-    fprintf(stderr, "FAIL %s:%d: %s -> %s, want %s (last error: %s)\n", __FILE__, line, what,
-            ompbatch_err_name(got), ompbatch_err_name(want), ompbatch_last_error());
-    return 0;
+    OB_CHECK(got == want, "line %d: %s -> %s, want %s (last error: %s)", line, what,
+             ompbatch_err_name(got), ompbatch_err_name(want), ompbatch_last_error());
+    return got == want;
 }
 #define EXPECT_STATUS(call, want) expect_status((call), (want), #call, __LINE__)
 
@@ -71,33 +55,20 @@ static int expect_status(int got, int want, const char *what, int line)
 
 static uint64_t seed;
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 /* n bytes that differ for every salt and every seed. */
 static void fill_random(unsigned char *p, size_t n, uint64_t salt)
 {
-    uint64_t state = mix64(seed ^ (salt * 0x9e3779b97f4a7c15ULL)) | 1;
-    for (size_t i = 0; i < n; i++) {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        p[i] = (unsigned char)(state >> 24);
-    }
+    ob_test_rng rng = ob_test_rng_make(seed, salt);
+    ob_test_rng_fill(&rng, p, n);
 }
 
-/* A random value in [0, bound). */
+/* A random value in [0, bound) from a caller-held state. */
 static size_t random_below(uint64_t *state, size_t bound)
 {
-    *state = mix64(*state + 0x9e3779b97f4a7c15ULL);
-    return bound ? (size_t)(*state % bound) : 0;
+    ob_test_rng rng = {*state};
+    size_t value = (size_t)ob_test_rng_below(&rng, bound);
+    *state = rng.state;
+    return value;
 }
 
 /* The byte a target region writes at index j of array k for tag t; also computed on the host
@@ -199,7 +170,7 @@ static ompbatch_stats stats_of(const ompbatch_batch *b)
     memset(&s, 0, sizeof(s));
     s.struct_size = sizeof(s);
     int rc = ompbatch_batch_get_stats(b, &s);
-    CHECK(rc == OMPBATCH_OK, "ompbatch_batch_get_stats -> %s", ompbatch_err_name(rc));
+    OB_CHECK(rc == OMPBATCH_OK, "ompbatch_batch_get_stats -> %s", ompbatch_err_name(rc));
     return s;
 }
 
@@ -254,9 +225,9 @@ static void check_all(const char *when)
     for (int i = 0; i < NARRAYS; i++) {
         char name[64];
         snprintf(name, sizeof(name), "%s: array %d (%zu bytes)", when, i, sizes[i]);
-        CHECK(device_mismatches(host[i], dev_want[i], sizes[i], 0, name) == 0,
+        OB_CHECK(device_mismatches(host[i], dev_want[i], sizes[i], 0, name) == 0,
               "%s: device copy differs", name);
-        CHECK(host_mismatches(host[i], host_want[i], sizes[i], name) == 0,
+        OB_CHECK(host_mismatches(host[i], host_want[i], sizes[i], name) == 0,
               "%s: host array differs", name);
     }
 }
@@ -269,7 +240,7 @@ static void test_runtime(void)
     int initial = omp_get_initial_device();
     printf("libomptarget: omp_get_num_devices() = %d, omp_get_initial_device() = %d\n", num,
            initial);
-    CHECK(num >= 1, "omp_get_num_devices() = %d: no offload device (host-offload plugin "
+    OB_CHECK(num >= 1, "omp_get_num_devices() = %d: no offload device (host-offload plugin "
                     "missing?)",
           num);
 
@@ -283,7 +254,7 @@ static void test_runtime(void)
         int found = sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL;
         printf("dlsym(RTLD_DEFAULT, \"%s\") = %p in %s\n", names[k], sym,
                found ? info.dli_fname : "(nothing)");
-        CHECK(found && strstr(info.dli_fname, libs[k]) != NULL,
+        OB_CHECK(found && strstr(info.dli_fname, libs[k]) != NULL,
               "%s is not from %s (found in %s)", names[k], libs[k],
               found ? info.dli_fname : "nothing");
     }
@@ -294,7 +265,7 @@ static void test_runtime(void)
     CHECK_OK(ompbatch_get_driver_info(&di));
     printf("ompbatch driver: %s (%s)\n", di.driver_loaded ? "loaded" : "none",
            di.driver_loaded ? di.library : di.reason);
-    CHECK(!di.driver_loaded || di.device_count == 0,
+    OB_CHECK(!di.driver_loaded || di.device_count == 0,
           "a CUDA driver with %d device(s) was loaded from %s: OpenMP device 0 would be a CUDA "
           "device to the library; run with OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
           di.device_count, di.library);
@@ -303,7 +274,7 @@ static void test_runtime(void)
     int on_host = -1;
 #pragma omp target device(0) map(from : on_host)
     on_host = omp_is_initial_device();
-    CHECK(on_host == 0, "target region on device 0 ran on the initial device "
+    OB_CHECK(on_host == 0, "target region on device 0 ran on the initial device "
                         "(omp_is_initial_device() = %d): offload fell back to the host",
           on_host);
 }
@@ -319,7 +290,7 @@ static void test_to(void)
      * expected bytes must come from unmapped memory: map(to:) of a present range copies
      * nothing.) */
     memcpy(host_want[5], host[5], sizes[5]);
-    CHECK(device_mismatches(host[5], host_want[5], sizes[5], 0, NULL) > 0,
+    OB_CHECK(device_mismatches(host[5], host_want[5], sizes[5], 0, NULL) > 0,
           "the device copy of array 5 already equals the new host data: the verifier cannot "
           "fail");
 
@@ -365,17 +336,17 @@ static void test_to(void)
 
     /* Statistics of a host-offload batch: the host path, no driver call. */
     ompbatch_stats s = stats_of(b);
-    CHECK(s.copies_added == added, "copies_added = %" PRIu64 ", want %zu", s.copies_added,
+    OB_CHECK(s.copies_added == added, "copies_added = %" PRIu64 ", want %zu", s.copies_added,
           added);
-    CHECK(s.copies_zero == 1, "copies_zero = %" PRIu64 ", want 1", s.copies_zero);
-    CHECK(s.copies_planned >= 1 && s.copies_planned < added - 1,
+    OB_CHECK(s.copies_zero == 1, "copies_zero = %" PRIu64 ", want 1", s.copies_zero);
+    OB_CHECK(s.copies_planned >= 1 && s.copies_planned < added - 1,
           "copies_planned = %" PRIu64 " of %zu non-empty: contiguous neighbours not merged",
           s.copies_planned, added - 1);
-    CHECK(s.copies_done == s.copies_planned, "copies_done = %" PRIu64 ", planned %" PRIu64,
+    OB_CHECK(s.copies_done == s.copies_planned, "copies_done = %" PRIu64 ", planned %" PRIu64,
           s.copies_done, s.copies_planned);
-    CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST (%#x)", s.paths,
+    OB_CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST (%#x)", s.paths,
           (unsigned)OMPBATCH_PATH_HOST);
-    CHECK(s.driver_calls == 0, "driver_calls = %" PRIu64 " without a driver", s.driver_calls);
+    OB_CHECK(s.driver_calls == 0, "driver_calls = %" PRIu64 " without a driver", s.driver_calls);
     printf("    %" PRIu64 " copies added (%" PRIu64 " zero-byte), %" PRIu64 " planned, %" PRIu64
            " bytes, paths %#x\n",
            s.copies_added, s.copies_zero, s.copies_planned, s.bytes, s.paths);
@@ -424,9 +395,9 @@ static void test_from(void)
     CHECK_OK(ompbatch_batch_submit(b));
     CHECK_OK(ompbatch_batch_wait(b));
     ompbatch_stats s = stats_of(b);
-    CHECK(s.copies_added == added, "copies_added = %" PRIu64 ", want %zu", s.copies_added,
+    OB_CHECK(s.copies_added == added, "copies_added = %" PRIu64 ", want %zu", s.copies_added,
           added);
-    CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST", s.paths);
+    OB_CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST", s.paths);
     CHECK_OK(ompbatch_batch_destroy(b));
     check_all("(b) after MAP_FROM");
 }
@@ -457,7 +428,7 @@ static void test_order(void)
     CHECK_OK(ompbatch_batch_submit(b));
     CHECK_OK(ompbatch_batch_wait(b));
     ompbatch_stats s = stats_of(b);
-    CHECK(s.sub_batches >= 2, "sub_batches = %" PRIu64 ": dependent copies in one level",
+    OB_CHECK(s.sub_batches >= 2, "sub_batches = %" PRIu64 ": dependent copies in one level",
           s.sub_batches);
     CHECK_OK(ompbatch_batch_destroy(b));
     check_all("(c) after ordered TO + FROM");
@@ -487,11 +458,11 @@ static void test_other_device(void)
         /* Array 2 is mapped on device 0 only. */
         if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, host[2], sizes[2], OMPBATCH_MAP_TO),
                           OMPBATCH_ERR_NOT_MAPPED))
-            CHECK(strstr(ompbatch_last_error(), "device 1") != NULL,
+            OB_CHECK(strstr(ompbatch_last_error(), "device 1") != NULL,
                   "message does not name device 1: %s", ompbatch_last_error());
         CHECK_OK(ompbatch_batch_submit(b));
         CHECK_OK(ompbatch_batch_destroy(b));
-        CHECK(device_mismatches(a, want, n, 1, "device 1 array") == 0,
+        OB_CHECK(device_mismatches(a, want, n, 1, "device 1 array") == 0,
               "device 1 copy differs after MAP_TO");
     }
     /* And device 0's batch does not see device 1's mapping. */
@@ -535,13 +506,13 @@ static void test_errors(void)
     memset(on_stack, 2, sizeof(on_stack));
     if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, unmapped, 512, OMPBATCH_MAP_TO),
                       OMPBATCH_ERR_NOT_MAPPED))
-        CHECK(message_names(unmapped), "NOT_MAPPED message does not name the heap pointer");
+        OB_CHECK(message_names(unmapped), "NOT_MAPPED message does not name the heap pointer");
     if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, on_stack, sizeof(on_stack), OMPBATCH_MAP_FROM),
                       OMPBATCH_ERR_NOT_MAPPED))
-        CHECK(message_names(on_stack), "NOT_MAPPED message does not name the stack pointer");
+        OB_CHECK(message_names(on_stack), "NOT_MAPPED message does not name the stack pointer");
     if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, in_data, 1, OMPBATCH_MAP_TO),
                       OMPBATCH_ERR_NOT_MAPPED))
-        CHECK(message_names(in_data), "NOT_MAPPED message does not name the static pointer");
+        OB_CHECK(message_names(in_data), "NOT_MAPPED message does not name the static pointer");
     /* One byte past the mapping (the allocation's unmapped slack). */
     EXPECT_STATUS(ompbatch_batch_add_mapped(b, host[3] + sizes[3], 1, OMPBATCH_MAP_TO),
                   OMPBATCH_ERR_NOT_MAPPED);
@@ -549,8 +520,8 @@ static void test_errors(void)
     /* Partly mapped: running past the end of a mapping. */
     if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, host[3], sizes[3] + 1, OMPBATCH_MAP_TO),
                       OMPBATCH_ERR_NOT_MAPPED)) {
-        CHECK(message_names(host[3]), "partly-mapped message does not name the pointer");
-        CHECK(strstr(ompbatch_last_error(), "partly mapped") != NULL,
+        OB_CHECK(message_names(host[3]), "partly-mapped message does not name the pointer");
+        OB_CHECK(strstr(ompbatch_last_error(), "partly mapped") != NULL,
               "message does not say partly mapped: %s", ompbatch_last_error());
     }
     EXPECT_STATUS(ompbatch_batch_add_mapped(b, host[5] + sizes[5] - 10, 20, OMPBATCH_MAP_FROM),
@@ -565,11 +536,11 @@ static void test_errors(void)
 #pragma omp target enter data map(to : split[0:half])
 #pragma omp target enter data map(to : split[half:half])
     fill_random(split, 2 * half, 701); /* new host data for the two good transfers below */
-    CHECK(omp_get_mapped_ptr(split, 0) != NULL && omp_get_mapped_ptr(split + half, 0) != NULL,
+    OB_CHECK(omp_get_mapped_ptr(split, 0) != NULL && omp_get_mapped_ptr(split + half, 0) != NULL,
           "split mappings not present");
     if (EXPECT_STATUS(ompbatch_batch_add_mapped(b, split, 2 * half, OMPBATCH_MAP_TO),
                       OMPBATCH_ERR_NOT_MAPPED))
-        CHECK(strstr(ompbatch_last_error(), "several mappings") != NULL,
+        OB_CHECK(strstr(ompbatch_last_error(), "several mappings") != NULL,
               "message does not say the range spans several mappings: %s",
               ompbatch_last_error());
     /* Each half on its own is fine. */
@@ -588,15 +559,15 @@ static void test_errors(void)
     CHECK_OK(ompbatch_batch_submit(b));
     CHECK_OK(ompbatch_batch_wait(b));
     ompbatch_stats s = stats_of(b);
-    CHECK(s.copies_added == 2, "copies_added = %" PRIu64 " after failed adds, want 2",
+    OB_CHECK(s.copies_added == 2, "copies_added = %" PRIu64 " after failed adds, want 2",
           s.copies_added);
-    CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST", s.paths);
+    OB_CHECK(s.paths == OMPBATCH_PATH_HOST, "paths = %#x, want OMPBATCH_PATH_HOST", s.paths);
     CHECK_OK(ompbatch_batch_destroy(b));
     unsigned char *split_want = xmalloc(2 * half);
     memcpy(split_want, split, 2 * half);
-    CHECK(device_mismatches(split, split_want, half, 0, "split first half") == 0,
+    OB_CHECK(device_mismatches(split, split_want, half, 0, "split first half") == 0,
           "first half of the split range differs on the device");
-    CHECK(device_mismatches(split + half, split_want + half, half, 0, "split second half") == 0,
+    OB_CHECK(device_mismatches(split + half, split_want + half, half, 0, "split second half") == 0,
           "second half of the split range differs on the device");
     free(split_want);
 #pragma omp target exit data map(delete : split[0:half])
@@ -613,7 +584,7 @@ static void test_errors(void)
             continue;
         if (EXPECT_STATUS(ompbatch_batch_add_mapped(hb, host[2], sizes[2], OMPBATCH_MAP_TO),
                           OMPBATCH_ERR_INVALID_DEVICE))
-            CHECK(strstr(ompbatch_last_error(), "host") != NULL,
+            OB_CHECK(strstr(ompbatch_last_error(), "host") != NULL,
                   "INVALID_DEVICE message does not mention the host: %s", ompbatch_last_error());
         CHECK_OK(ompbatch_batch_destroy(hb));
     }
@@ -621,7 +592,7 @@ static void test_errors(void)
     EXPECT_STATUS(ompbatch_batch_create(&nb, initial + 1, NULL, NULL),
                   OMPBATCH_ERR_INVALID_DEVICE);
     EXPECT_STATUS(ompbatch_batch_create(&nb, -2, NULL, NULL), OMPBATCH_ERR_INVALID_DEVICE);
-    CHECK(nb == NULL, "a failed create returned a batch");
+    OB_CHECK(nb == NULL, "a failed create returned a batch");
 
     free(unmapped);
     free(split);
@@ -643,9 +614,8 @@ static void test_after_unmap(void)
 
 int main(void)
 {
-    const char *env = getenv("OMPBATCH_TEST_SEED");
-    seed = env ? strtoull(env, NULL, 10)
-               : mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)clock());
+    if (!ob_test_seed_parse(getenv("OMPBATCH_TEST_SEED"), &seed))
+        seed = ob_test_mix((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)clock());
     printf("OMPBATCH_TEST_SEED=%" PRIu64 "\n", seed);
     const char *offload = getenv("OMP_TARGET_OFFLOAD");
     printf("OMP_TARGET_OFFLOAD=%s\n", offload ? offload : "(unset)");
@@ -667,6 +637,5 @@ int main(void)
         free(dev_want[i]);
         free(host_want[i]);
     }
-    printf("omp mapped test: %d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return ob_check_finish("omp mapped test");
 }

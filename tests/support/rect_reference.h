@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "tests/support/test_random.h"
+
 struct RectShape {
     size_t element = 1;
     int dims = 1;
@@ -27,7 +29,7 @@ struct RectShape {
 // A random rectangle: 1-4 dimensions, extents up to max_extent, an element of 1-16 bytes,
 // the volume somewhere inside both arrays (sometimes covering inner dimensions whole, so that
 // runs widen).
-inline RectShape random_rect(std::mt19937_64 &rng, size_t max_extent = 9)
+inline RectShape random_rect(TestRng &rng, size_t max_extent = 9)
 {
     static const size_t elements[] = {1, 2, 3, 4, 8, 12, 16};
     RectShape r;

@@ -245,7 +245,7 @@ TEST(HostBackend, ScatteredCopiesAreByteExact)
     const size_t arena = 1 << 20;
     std::vector<unsigned char> src = random_bytes(arena, 1);
     std::vector<unsigned char> dst(arena, 0xA5), expect(arena, 0xA5);
-    std::mt19937_64 rng(test_seed() + 2);
+    TestRng rng(test_seed() + 2);
     Batch batch;
     size_t at = 0, count = 0;
     while (at + 5000 < arena) {
@@ -289,7 +289,7 @@ TEST(HostBackend, DependentCopiesFollowAddOrder)
     for (int round = 0; round < 20; round++) {
         std::vector<unsigned char> mem = random_bytes(4096, 100 + round);
         std::vector<unsigned char> expect = mem;
-        std::mt19937_64 rng(test_seed() + 200 + round);
+        TestRng rng(test_seed() + 200 + round);
         Batch batch;
         for (int i = 0; i < 40; i++) {
             size_t bytes = 1 + rng() % 200;
@@ -414,7 +414,7 @@ int add_rect(ompbatch_batch *b, unsigned char *dst, const unsigned char *src, co
 
 TEST(Rect, RandomRectanglesAreExactAndLeaveTheRestAlone)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x7ec7);
+    TestRng rng(test_seed() ^ 0x7ec7);
     for (int trial = 0; trial < 400; trial++) {
         // Three rectangles in one batch, then one by the one-shot call.
         RectShape r[3] = {random_rect(rng), random_rect(rng), random_rect(rng)};

@@ -99,7 +99,7 @@ std::vector<Piece> pieces_of(const ob_strided_pieces &p)
 }
 
 // A section of an array of random extents, as clang describes it.
-Desc clang_like(std::mt19937_64 &rng, int real_dims)
+Desc clang_like(TestRng &rng, int real_dims)
 {
     static const uint64_t sizes[] = {1, 2, 4, 8, 16};
     uint64_t e = sizes[rng() % 5];
@@ -123,7 +123,7 @@ Desc clang_like(std::mt19937_64 &rng, int real_dims)
 
 TEST(NonContig, RuntimeListMatchesTheRuntimesProcedure)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x51);
+    TestRng rng(test_seed() ^ 0x51);
     for (int trial = 0; trial < 20000; trial++) {
         Desc d;
         if (trial % 2 == 0) {
@@ -143,7 +143,7 @@ TEST(NonContig, RuntimeListMatchesTheRuntimesProcedure)
 
 TEST(NonContig, SpecListHoldsEveryElementOnce)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x52);
+    TestRng rng(test_seed() ^ 0x52);
     for (int trial = 0; trial < 20000; trial++) {
         Desc d = clang_like(rng, 1 + static_cast<int>(rng() % 4));
         ob_strided_pieces got;
@@ -279,7 +279,7 @@ std::vector<std::pair<uint64_t, uint64_t>> piece_runs(const std::vector<ob_strid
 
 // A regular grid of pieces, innermost index fastest: up to four levels of random counts and
 // non-overlapping strides.
-std::vector<ob_strided_piece> random_grid(std::mt19937_64 &rng)
+std::vector<ob_strided_piece> random_grid(TestRng &rng)
 {
     uint64_t size = 1 + rng() % 24, base = rng() % 5000;
     int dims = 1 + static_cast<int>(rng() % 4);
@@ -313,7 +313,7 @@ std::vector<ob_strided_piece> random_grid(std::mt19937_64 &rng)
 // the pieces.
 TEST(NonContig, PiecesBecomeARectangleExactlyWhenTheyAreAGrid)
 {
-    std::mt19937_64 rng(test_seed() ^ 0x3c7a);
+    TestRng rng(test_seed() ^ 0x3c7a);
     int taken = 0, refused = 0;
     for (int trial = 0; trial < 3000; trial++) {
         std::vector<ob_strided_piece> pieces = random_grid(rng);
