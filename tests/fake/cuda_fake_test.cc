@@ -27,9 +27,12 @@ extern "C" {
 
 namespace {
 
+// The driver loader and the CUDA backend, on a freshly loaded fake driver per test.
+class CudaBackend : public FakeDriver {};
+
 // ---- loader --------------------------------------------------------------------------------
 
-TEST_F(FakeDriver, ChoosesTheBatchFormByDriverVersion)
+TEST_F(CudaBackend, ChoosesTheBatchFormByDriverVersion)
 {
     struct {
         int version;
@@ -57,7 +60,7 @@ TEST_F(FakeDriver, ChoosesTheBatchFormByDriverVersion)
     }
 }
 
-TEST_F(FakeDriver, FailedInitMeansNoDriverWithTheReason)
+TEST_F(CudaBackend, FailedInitMeansNoDriverWithTheReason)
 {
     fake().set_init_result(CUDA_ERROR_NO_DEVICE);
     fake().deinit();
@@ -71,7 +74,7 @@ TEST_F(FakeDriver, FailedInitMeansNoDriverWithTheReason)
     fake().set_init_result(CUDA_SUCCESS);
 }
 
-TEST_F(FakeDriver, AMissingRequiredEntryPointMeansNoDriver)
+TEST_F(CudaBackend, AMissingRequiredEntryPointMeansNoDriver)
 {
     fake().deinit();
     // cuGetProcAddress is asked for cuInit first, cuDriverGetVersion second...
@@ -82,7 +85,7 @@ TEST_F(FakeDriver, AMissingRequiredEntryPointMeansNoDriver)
         << ob_driver_get()->reason;
 }
 
-TEST_F(FakeDriver, AnUnopenableLibraryIsReported)
+TEST_F(CudaBackend, AnUnopenableLibraryIsReported)
 {
     setenv("OMPBATCH_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
     ob_driver_reload_for_testing();
@@ -93,7 +96,7 @@ TEST_F(FakeDriver, AnUnopenableLibraryIsReported)
     load();
 }
 
-TEST_F(FakeDriver, ALibraryWithoutCuGetProcAddressIsNoDriver)
+TEST_F(CudaBackend, ALibraryWithoutCuGetProcAddressIsNoDriver)
 {
     setenv("OMPBATCH_CUDA_LIBRARY", "libm.so.6", 1);
     ob_driver_reload_for_testing();
@@ -103,7 +106,7 @@ TEST_F(FakeDriver, ALibraryWithoutCuGetProcAddressIsNoDriver)
     setenv("OMPBATCH_CUDA_LIBRARY", fake_library_path().c_str(), 1);
 }
 
-TEST_F(FakeDriver, ADriverThatCannotCountDevicesIsNoDriver)
+TEST_F(CudaBackend, ADriverThatCannotCountDevicesIsNoDriver)
 {
     fake().deinit();
     ASSERT_EQ(0, fake().inject_failure("cuDeviceGetCount", 1, CUDA_ERROR_UNKNOWN));
@@ -112,7 +115,7 @@ TEST_F(FakeDriver, ADriverThatCannotCountDevicesIsNoDriver)
     EXPECT_NE(nullptr, std::strstr(ob_driver_get()->reason, "cannot query"));
 }
 
-TEST_F(FakeDriver, AFailedContextPopIsReported)
+TEST_F(CudaBackend, AFailedContextPopIsReported)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     Batch batch;
@@ -129,7 +132,7 @@ TEST_F(FakeDriver, AFailedContextPopIsReported)
 
 // Between two GPUs the one-shot call copies in index order: a later copy over an earlier one's
 // destination wins, and one reading it sees the earlier copy's bytes.
-TEST_F(FakeDriver, OneShotCopiesBetweenTwoDevices)
+TEST_F(CudaBackend, OneShotCopiesBetweenTwoDevices)
 {
     Buffer a(DEVICE, 4096, 0), b(DEVICE, 4096, 1), seed(PINNED, 4096), back(PINNED, 4096);
     seed.fill(31);
@@ -159,7 +162,7 @@ TEST_F(FakeDriver, OneShotCopiesBetweenTwoDevices)
               ompbatch_target_memcpy_batch(dst, src, len, nullptr, nullptr, 1, 1, 7));
 }
 
-TEST_F(FakeDriver, OneShotWithinOneDeviceAndFromIt)
+TEST_F(CudaBackend, OneShotWithinOneDeviceAndFromIt)
 {
     Buffer a(DEVICE, 4096), b(DEVICE, 4096);
     std::vector<unsigned char> host(4096, 0xA5);
@@ -212,7 +215,7 @@ void round_trip(Kind kind, size_t n, size_t size, uint64_t salt)
     }
 }
 
-TEST_F(FakeDriver, RoundTripsAreExactForEveryFormAndHostKind)
+TEST_F(CudaBackend, RoundTripsAreExactForEveryFormAndHostKind)
 {
     for (int version : {13000, 12080, 12040}) {
         load(version);
@@ -225,7 +228,7 @@ TEST_F(FakeDriver, RoundTripsAreExactForEveryFormAndHostKind)
 // Random rectangles host -> device -> host for each host memory kind, and device -> device:
 // the device array starts poisoned, so only the rectangle may change there, and the copy
 // back into a poisoned host array must hold exactly the reference.
-TEST_F(FakeDriver, RectanglesAreExactInEveryDirectionAndMemoryKind)
+TEST_F(CudaBackend, RectanglesAreExactInEveryDirectionAndMemoryKind)
 {
     TestRng rng(test_seed() ^ 0x4ec7);
     for (Kind kind : {PAGEABLE, PINNED, MANAGED})
@@ -275,7 +278,7 @@ TEST_F(FakeDriver, RectanglesAreExactInEveryDirectionAndMemoryKind)
         }
 }
 
-TEST_F(FakeDriver, NothingIsReadBeforeTheWait)
+TEST_F(CudaBackend, NothingIsReadBeforeTheWait)
 {
     Buffer dev(DEVICE, 64 * 128), host(PINNED, 64 * 128);
     dev.fill(5);
@@ -289,7 +292,7 @@ TEST_F(FakeDriver, NothingIsReadBeforeTheWait)
     EXPECT_EQ(0, std::memcmp(host.ptr, dev.ptr, 128));
 }
 
-TEST_F(FakeDriver, GroupsAttributesIntoTheFewestEntries)
+TEST_F(CudaBackend, GroupsAttributesIntoTheFewestEntries)
 {
     Buffer pageable(PAGEABLE, 1 << 16), pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 18);
     pageable.fill(1);
@@ -327,7 +330,7 @@ TEST_F(FakeDriver, GroupsAttributesIntoTheFewestEntries)
     }
 }
 
-TEST_F(FakeDriver, SynchronousCallsLetPageableSourcesBeReadAnyTime)
+TEST_F(CudaBackend, SynchronousCallsLetPageableSourcesBeReadAnyTime)
 {
     Buffer dev(DEVICE, 4096);
     std::vector<unsigned char> a = random_bytes(256, 1), b = random_bytes(256, 2);
@@ -343,7 +346,7 @@ TEST_F(FakeDriver, SynchronousCallsLetPageableSourcesBeReadAnyTime)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 1024, b.data(), 256));
 }
 
-TEST_F(FakeDriver, ManagedMemoryGetsLocationHints)
+TEST_F(CudaBackend, ManagedMemoryGetsLocationHints)
 {
     Buffer managed(MANAGED, 8192), pinned(PINNED, 8192);
     pinned.fill(3);
@@ -361,7 +364,7 @@ TEST_F(FakeDriver, ManagedMemoryGetsLocationHints)
     EXPECT_EQ(0, std::memcmp(managed.ptr + 4096, pinned.ptr + 4096, 100));
 }
 
-TEST_F(FakeDriver, PreferOverlapReachesTheDriver)
+TEST_F(CudaBackend, PreferOverlapReachesTheDriver)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     ompbatch_batch_options o{};
@@ -375,7 +378,7 @@ TEST_F(FakeDriver, PreferOverlapReachesTheDriver)
               last_batch().attrs[0].flags);
 }
 
-TEST_F(FakeDriver, RoutesByTheTable)
+TEST_F(CudaBackend, RoutesByTheTable)
 {
     Buffer pageable(PAGEABLE, 1 << 20), pinned(PINNED, 1 << 20), dev(DEVICE, 1 << 20);
     struct {
@@ -414,7 +417,7 @@ TEST_F(FakeDriver, RoutesByTheTable)
     }
 }
 
-TEST_F(FakeDriver, DisableSendsEveryCopyAlone)
+TEST_F(CudaBackend, DisableSendsEveryCopyAlone)
 {
     load(13000, nullptr, "1");
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
@@ -430,7 +433,7 @@ TEST_F(FakeDriver, DisableSendsEveryCopyAlone)
     EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 32 * 256));
 }
 
-TEST_F(FakeDriver, MergesContiguousPiecesOfOneAllocation)
+TEST_F(CudaBackend, MergesContiguousPiecesOfOneAllocation)
 {
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
     pinned.fill(10);
@@ -451,7 +454,7 @@ TEST_F(FakeDriver, MergesContiguousPiecesOfOneAllocation)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 20000, pinned.ptr + 30000, 256));
 }
 
-TEST_F(FakeDriver, DependentCopiesRunInAddOrderAcrossSubBatches)
+TEST_F(CudaBackend, DependentCopiesRunInAddOrderAcrossSubBatches)
 {
     // host -> X, X -> Y (device to device), Y -> back: each reads what the previous wrote.
     Buffer host(PINNED, 4096), x(DEVICE, 4096), y(DEVICE, 4096), back(PINNED, 4096);
@@ -473,7 +476,7 @@ TEST_F(FakeDriver, DependentCopiesRunInAddOrderAcrossSubBatches)
         ASSERT_EQ(0, std::memcmp(back.ptr + i * 512, host.ptr + i * 512, 300)) << i;
 }
 
-TEST_F(FakeDriver, HostCopiesInADeviceBatchWaitForEarlierDeviceWork)
+TEST_F(CudaBackend, HostCopiesInADeviceBatchWaitForEarlierDeviceWork)
 {
     Buffer dev(DEVICE, 4096), pinned(PINNED, 4096);
     std::vector<unsigned char> out(4096, 0x5A);
@@ -488,7 +491,7 @@ TEST_F(FakeDriver, HostCopiesInADeviceBatchWaitForEarlierDeviceWork)
     EXPECT_EQ((unsigned)(OMPBATCH_PATH_BATCH | OMPBATCH_PATH_HOST), batch.stats().paths);
 }
 
-TEST_F(FakeDriver, LongPlansAreSplitAtMaxCopies)
+TEST_F(CudaBackend, LongPlansAreSplitAtMaxCopies)
 {
     Buffer pinned(PINNED, 1 << 20), dev(DEVICE, 1 << 20);
     pinned.fill(13);
@@ -509,7 +512,7 @@ TEST_F(FakeDriver, LongPlansAreSplitAtMaxCopies)
         ASSERT_EQ(0, std::memcmp(dev.ptr + i * 128, pinned.ptr + i * 256, 64)) << i;
 }
 
-TEST_F(FakeDriver, MaxCopiesComesFromTheEnvironmentToo)
+TEST_F(CudaBackend, MaxCopiesComesFromTheEnvironmentToo)
 {
     setenv("OMPBATCH_MAX_COPIES", "10", 1);
     load();
@@ -526,7 +529,7 @@ TEST_F(FakeDriver, MaxCopiesComesFromTheEnvironmentToo)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 24 * 128, pinned.ptr + 24 * 256, 16));
 }
 
-TEST_F(FakeDriver, UsesTheCallersStream)
+TEST_F(CudaBackend, UsesTheCallersStream)
 {
     const ob_driver *d = ob_driver_get();
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
@@ -551,7 +554,7 @@ TEST_F(FakeDriver, UsesTheCallersStream)
 
 // A stream of another device's context, or something that is not a stream, is refused at
 // create, naming the stream; a driver that cannot say (cuStreamGetCtx failing) is reported.
-TEST_F(FakeDriver, AStreamOfAnotherContextIsRefused)
+TEST_F(CudaBackend, AStreamOfAnotherContextIsRefused)
 {
     const ob_driver *d = ob_driver_get();
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
@@ -580,7 +583,7 @@ TEST_F(FakeDriver, AStreamOfAnotherContextIsRefused)
 
 // ---- validation against memory kinds ------------------------------------------------------
 
-TEST_F(FakeDriver, RejectsMemoryThatDoesNotMatchItsDeviceNumber)
+TEST_F(CudaBackend, RejectsMemoryThatDoesNotMatchItsDeviceNumber)
 {
     Buffer pageable(PAGEABLE, 4096), dev(DEVICE, 4096), other(DEVICE, 4096, 1);
     struct {
@@ -606,7 +609,7 @@ TEST_F(FakeDriver, RejectsMemoryThatDoesNotMatchItsDeviceNumber)
     EXPECT_EQ(0u, fake().batch_record_count());
 }
 
-TEST_F(FakeDriver, RejectsACopyRunningPastItsAllocation)
+TEST_F(CudaBackend, RejectsACopyRunningPastItsAllocation)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 1024);
     Batch batch;
@@ -617,7 +620,7 @@ TEST_F(FakeDriver, RejectsACopyRunningPastItsAllocation)
     EXPECT_TRUE(message_has("runs past the end of its allocation"));
 }
 
-TEST_F(FakeDriver, RefillingAfterResetAsksTheDriverNothingNew)
+TEST_F(CudaBackend, RefillingAfterResetAsksTheDriverNothingNew)
 {
     Buffer pageable(PAGEABLE, 64 * 8192), dev(DEVICE, 64 * 8192);
     pageable.fill(17);
@@ -647,7 +650,7 @@ TEST_F(FakeDriver, RefillingAfterResetAsksTheDriverNothingNew)
     EXPECT_EQ(OMPBATCH_ERR_NULL_POINTER, ompbatch_batch_forget_memory(nullptr));
 }
 
-TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
+TEST_F(CudaBackend, CleaningUpAfterAFailureKeepsItsMessage)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     ompbatch_batch *b = nullptr;
@@ -665,7 +668,7 @@ TEST_F(FakeDriver, CleaningUpAfterAFailureKeepsItsMessage)
 
 // A driver that cannot name its own error still gets the error reported: the message carries
 // the number and says the name and description are unknown.
-TEST_F(FakeDriver, AnErrorTheDriverCannotNameIsStillReported)
+TEST_F(CudaBackend, AnErrorTheDriverCannotNameIsStillReported)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     Batch batch;
@@ -690,7 +693,7 @@ TEST_F(FakeDriver, AnErrorTheDriverCannotNameIsStillReported)
     EXPECT_EQ(0, std::memcmp(dev.ptr, pinned.ptr, 64));
 }
 
-TEST_F(FakeDriver, DependentSourcesAreReadInStreamOrderWhateverTheirMapType)
+TEST_F(CudaBackend, DependentSourcesAreReadInStreamOrderWhateverTheirMapType)
 {
     // D2H into pinned P, then P -> device marked LITERAL: the second must not read P early.
     Buffer x(DEVICE, 4096), p(PINNED, 4096), y(DEVICE, 4096);
@@ -708,7 +711,7 @@ TEST_F(FakeDriver, DependentSourcesAreReadInStreamOrderWhateverTheirMapType)
     EXPECT_EQ(0, std::memcmp(y.ptr + 1024, x.ptr + 1024, 256));
 }
 
-TEST_F(FakeDriver, ALoneHostNamedCopyOfDeviceMemoryIsLeftToTheDriver)
+TEST_F(CudaBackend, ALoneHostNamedCopyOfDeviceMemoryIsLeftToTheDriver)
 {
     Buffer dev(DEVICE, 4096), pinned(PINNED, 4096);
     pinned.fill(19);
@@ -725,7 +728,7 @@ TEST_F(FakeDriver, ALoneHostNamedCopyOfDeviceMemoryIsLeftToTheDriver)
 // A host batch copies with memcpy, which cannot touch device memory: with a driver loaded it
 // classifies its sides and refuses device memory (one copy or many, either side, the batch
 // API and the one-shot call alike), writing nothing; host memory of every kind still copies.
-TEST_F(FakeDriver, AHostBatchRefusesDeviceMemory)
+TEST_F(CudaBackend, AHostBatchRefusesDeviceMemory)
 {
     Buffer dev(DEVICE, 4096), pinned(PINNED, 4096), pageable(PAGEABLE, 4096);
     pinned.fill(41);
@@ -765,7 +768,7 @@ TEST_F(FakeDriver, AHostBatchRefusesDeviceMemory)
     EXPECT_EQ(0, std::memcmp(pinned.ptr + 2048, poison.data(), 100));
 }
 
-TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
+TEST_F(CudaBackend, ALoneCopyGoesStraightToTheDriver)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     pinned.fill(16);
@@ -784,7 +787,7 @@ TEST_F(FakeDriver, ALoneCopyGoesStraightToTheDriver)
     EXPECT_EQ(1, fake().call_count("cuMemcpyAsync"));
 }
 
-TEST_F(FakeDriver, MappedTransfersNeedAnOffloadRuntime)
+TEST_F(CudaBackend, MappedTransfersNeedAnOffloadRuntime)
 {
     ob_omp_runtime none{0, nullptr, nullptr, nullptr};
     ob_omp_runtime_set_for_testing(&none);
@@ -800,7 +803,7 @@ TEST_F(FakeDriver, MappedTransfersNeedAnOffloadRuntime)
 
 // A batch call that fails at run time costs nothing but time: the step's copies go again one
 // cuMemcpyAsync each, every byte arrives, and the stats count the fallback. Both batch forms.
-TEST_F(FakeDriver, AFailedBatchCallFallsBackToOneCopyAtATime)
+TEST_F(CudaBackend, AFailedBatchCallFallsBackToOneCopyAtATime)
 {
     for (int version : {12080, 13000}) {
         load(version);
@@ -836,7 +839,7 @@ TEST_F(FakeDriver, AFailedBatchCallFallsBackToOneCopyAtATime)
 
 // Sources that die after submit (LITERAL) are still read during the call when the batch call
 // failed and the copies went one at a time: the caller's overwrite after submit changes nothing.
-TEST_F(FakeDriver, TheFallbackStillReadsDyingSourcesDuringTheCall)
+TEST_F(CudaBackend, TheFallbackStillReadsDyingSourcesDuringTheCall)
 {
     Buffer pinned(PINNED, 1 << 14), dev(DEVICE, 1 << 14);
     pinned.fill(77);
@@ -865,7 +868,7 @@ TEST_F(FakeDriver, TheFallbackStillReadsDyingSourcesDuringTheCall)
 }
 
 // When a copy also fails on its own, that failure is reported, naming the copy.
-TEST_F(FakeDriver, AFailureAfterTheFallbackNamesTheCopy)
+TEST_F(CudaBackend, AFailureAfterTheFallbackNamesTheCopy)
 {
     load(12080);
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
@@ -884,7 +887,7 @@ TEST_F(FakeDriver, AFailureAfterTheFallbackNamesTheCopy)
 }
 
 // A sticky error (the context is gone) fails the copies sent alone too: reported.
-TEST_F(FakeDriver, AStickyBatchFailureIsReported)
+TEST_F(CudaBackend, AStickyBatchFailureIsReported)
 {
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
     Batch batch;
@@ -898,7 +901,7 @@ TEST_F(FakeDriver, AStickyBatchFailureIsReported)
         << ompbatch_last_error();
 }
 
-TEST_F(FakeDriver, LaterSubBatchesAreNotSubmittedAfterAFailure)
+TEST_F(CudaBackend, LaterSubBatchesAreNotSubmittedAfterAFailure)
 {
     Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
     ompbatch_batch_options o{};
@@ -918,7 +921,7 @@ TEST_F(FakeDriver, LaterSubBatchesAreNotSubmittedAfterAFailure)
     EXPECT_EQ(3u, s.driver_calls);
 }
 
-TEST_F(FakeDriver, PerCopyFailureNamesTheCopy)
+TEST_F(CudaBackend, PerCopyFailureNamesTheCopy)
 {
     Buffer pageable(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
     Batch batch;
@@ -931,7 +934,7 @@ TEST_F(FakeDriver, PerCopyFailureNamesTheCopy)
     EXPECT_EQ(3u, batch.stats().copies_done);
 }
 
-TEST_F(FakeDriver, WaitReportsAFailedSynchronisation)
+TEST_F(CudaBackend, WaitReportsAFailedSynchronisation)
 {
     // Polling off: the wait blocks in cuStreamSynchronize straight away.
     setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
@@ -950,7 +953,7 @@ TEST_F(FakeDriver, WaitReportsAFailedSynchronisation)
     ob_config_reload();
 }
 
-TEST_F(FakeDriver, WaitPollsTheStreamBeforeBlocking)
+TEST_F(CudaBackend, WaitPollsTheStreamBeforeBlocking)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     auto bytes = random_bytes(256, 31);
@@ -966,7 +969,7 @@ TEST_F(FakeDriver, WaitPollsTheStreamBeforeBlocking)
     EXPECT_EQ(0, std::memcmp(dev.ptr, bytes.data(), 256));
 }
 
-TEST_F(FakeDriver, WaitReportsAFailedQuery)
+TEST_F(CudaBackend, WaitReportsAFailedQuery)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     Batch batch;
@@ -979,7 +982,7 @@ TEST_F(FakeDriver, WaitReportsAFailedQuery)
         << ompbatch_last_error();
 }
 
-TEST_F(FakeDriver, ClassificationFailureNamesTheCopy)
+TEST_F(CudaBackend, ClassificationFailureNamesTheCopy)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096), pinned2(PINNED, 4096), dev2(DEVICE, 4096);
     Batch batch;
@@ -991,7 +994,7 @@ TEST_F(FakeDriver, ClassificationFailureNamesTheCopy)
     EXPECT_TRUE(message_has("copy 1: cuPointerGetAttributes failed")) << ompbatch_last_error();
 }
 
-TEST_F(FakeDriver, ContextAndStreamFailuresAreReportedAndRecoverable)
+TEST_F(CudaBackend, ContextAndStreamFailuresAreReportedAndRecoverable)
 {
     ompbatch_batch *b = nullptr;
     // Device 1's context and stream are created on first use; each step can fail.
@@ -1012,7 +1015,7 @@ TEST_F(FakeDriver, ContextAndStreamFailuresAreReportedAndRecoverable)
     EXPECT_EQ(0, fake().ctx_stack_depth());
 }
 
-TEST_F(FakeDriver, SubmitLeavesNoContextPushed)
+TEST_F(CudaBackend, SubmitLeavesNoContextPushed)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     Batch batch;
@@ -1024,7 +1027,7 @@ TEST_F(FakeDriver, SubmitLeavesNoContextPushed)
     EXPECT_EQ(0, fake().ctx_stack_depth());
 }
 
-TEST_F(FakeDriver, BatchesOnTheSecondDeviceUseItsContext)
+TEST_F(CudaBackend, BatchesOnTheSecondDeviceUseItsContext)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096, 1);
     pinned.fill(15);
@@ -1036,7 +1039,7 @@ TEST_F(FakeDriver, BatchesOnTheSecondDeviceUseItsContext)
     EXPECT_EQ(0, std::memcmp(dev.ptr + 128, pinned.ptr + 128, 64));
 }
 
-TEST_F(FakeDriver, TheLegacyAndPerThreadStreamsAreRefusedAtCreate)
+TEST_F(CudaBackend, TheLegacyAndPerThreadStreamsAreRefusedAtCreate)
 {
     ompbatch_batch *b = nullptr;
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_create(&b, 0, CU_STREAM_LEGACY, nullptr));
@@ -1047,7 +1050,7 @@ TEST_F(FakeDriver, TheLegacyAndPerThreadStreamsAreRefusedAtCreate)
     EXPECT_EQ(nullptr, b);
 }
 
-TEST_F(FakeDriver, NoContextIsPushedWhenTheDevicesContextIsCurrent)
+TEST_F(CudaBackend, NoContextIsPushedWhenTheDevicesContextIsCurrent)
 {
     Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
     pinned.fill(20);
@@ -1073,7 +1076,7 @@ TEST_F(FakeDriver, NoContextIsPushedWhenTheDevicesContextIsCurrent)
 // against a model that performs the copies one after another in the order added. The fake runs
 // batch entries in reverse, reads ANY sources late and DURING_API_CALL sources early, so any
 // ordering the library gets wrong shows up in the bytes.
-TEST_F(FakeDriver, RandomBatchesMatchSequentialCopies)
+TEST_F(CudaBackend, RandomBatchesMatchSequentialCopies)
 {
     const size_t arena = 16384;
     Buffer pageable(PAGEABLE, arena), pinned(PINNED, arena), managed(MANAGED, arena);
@@ -1118,7 +1121,7 @@ TEST_F(FakeDriver, RandomBatchesMatchSequentialCopies)
     }
 }
 
-TEST_F(FakeDriver, EveryAllocationFailureOfADeviceBatchIsReportedCleanly)
+TEST_F(CudaBackend, EveryAllocationFailureOfADeviceBatchIsReportedCleanly)
 {
     Buffer pageable(PAGEABLE, 1 << 16), pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
     pageable.fill(23);
@@ -1154,7 +1157,7 @@ TEST_F(FakeDriver, EveryAllocationFailureOfADeviceBatchIsReportedCleanly)
     EXPECT_EQ(0, fake().ctx_stack_depth());
 }
 
-TEST_F(FakeDriver, ThreadsWithTheirOwnBatchesShareTheDevice)
+TEST_F(CudaBackend, ThreadsWithTheirOwnBatchesShareTheDevice)
 {
     std::vector<std::thread> threads;
     std::vector<int> ok(6, 0);

@@ -488,7 +488,7 @@ Layout Contiguous(size_t count, size_t bytes, size_t runs)
 // ---- fixtures -------------------------------------------------------------------------------------
 
 // Skips (or, with OMPBATCH_REQUIRE_GPU=1, fails) without a GPU; seeds the test's generator.
-class GpuTest : public ::testing::Test {
+class Gpu : public ::testing::Test {
 protected:
     void SetUp() override
     {
@@ -500,7 +500,7 @@ protected:
             }
             GTEST_SKIP() << "no CUDA driver: " << harness_skip_reason();
         }
-        // The suites below check the direct strategy's routes and stats; GpuStrategyTest sets
+        // The suites below check the direct strategy's routes and stats; GpuStrategy sets
         // the strategy of each of its batches itself.
         ASSERT_EQ(setenv("OMPBATCH_STRATEGY", "direct", 1), 0);
         ob_config_reload();
@@ -543,11 +543,11 @@ protected:
 
 // A GPU test parameterized by a case that carries its batch form.
 template <typename Case>
-class GpuFormTest : public GpuTest, public ::testing::WithParamInterface<Case> {
+class GpuFormTest : public Gpu, public ::testing::WithParamInterface<Case> {
 protected:
     void SetUp() override
     {
-        GpuTest::SetUp();
+        Gpu::SetUp();
         if (IsSkipped() || HasFatalFailure())
             return;
         UseForm(this->GetParam().form);
@@ -638,7 +638,7 @@ ExpectedPath PathFor(Direction direction, harness_mem_kind host, size_t count)
 
 // ---- the driver ---------------------------------------------------------------------------------
 
-TEST_F(GpuTest, DriverReportsLoadedWithAtLeastOneDevice)
+TEST_F(Gpu, DriverReportsLoadedWithAtLeastOneDevice)
 {
     ompbatch_driver_info info;
     std::memset(&info, 0, sizeof(info));
@@ -655,7 +655,7 @@ TEST_F(GpuTest, DriverReportsLoadedWithAtLeastOneDevice)
     RecordProperty("device_count", info.device_count);
 }
 
-TEST_F(GpuTest, DriverOfCuda13ServesBothBatchForms)
+TEST_F(Gpu, DriverOfCuda13ServesBothBatchForms)
 {
     const ob_driver *driver = ob_driver_get();
     if (driver->version < 13000) {
@@ -670,7 +670,7 @@ TEST_F(GpuTest, DriverOfCuda13ServesBothBatchForms)
 // A host batch copies with memcpy: on a thread with no context current, pageable and pinned
 // host memory still copy byte for byte, and device memory is refused (memcpy would read or
 // write it on the CPU), naming the copy, with nothing written.
-TEST_F(GpuTest, AHostBatchCopiesHostMemoryAndRefusesDeviceMemory)
+TEST_F(Gpu, AHostBatchCopiesHostMemoryAndRefusesDeviceMemory)
 {
     Buffer pinned("pinned"), pageable("pageable"), device("device");
     ASSERT_TRUE(pinned.Alloc(HARNESS_MEM_PINNED, 64 * kKiB));
@@ -725,7 +725,7 @@ TEST_F(GpuTest, AHostBatchCopiesHostMemoryAndRefusesDeviceMemory)
 
 // ---- the harness itself -----------------------------------------------------------------------
 
-TEST_F(GpuTest, HarnessRoundTripsAndPoisonsEveryMemoryKind)
+TEST_F(Gpu, HarnessRoundTripsAndPoisonsEveryMemoryKind)
 {
     for (harness_mem_kind kind : {HARNESS_MEM_PAGEABLE, HARNESS_MEM_PINNED, HARNESS_MEM_DEVICE,
                                   HARNESS_MEM_MANAGED}) {
@@ -752,7 +752,7 @@ TEST_F(GpuTest, HarnessRoundTripsAndPoisonsEveryMemoryKind)
 // Random rectangles between every pair of memory kinds (host kinds, device, managed), by the
 // one-shot call and by a batch of several: the destination is poisoned first and must end as
 // the element-by-element reference, gaps included.
-TEST_F(GpuTest, RectanglesAreExactBetweenEveryPairOfMemoryKinds)
+TEST_F(Gpu, RectanglesAreExactBetweenEveryPairOfMemoryKinds)
 {
     const harness_mem_kind kinds[] = {HARNESS_MEM_PAGEABLE, HARNESS_MEM_PINNED,
                                       HARNESS_MEM_DEVICE, HARNESS_MEM_MANAGED};
@@ -836,9 +836,9 @@ std::vector<CopyCase> CopyCases(Form form)
     return cases;
 }
 
-using GpuCopyTest = GpuFormTest<CopyCase>;
+using GpuCopy = GpuFormTest<CopyCase>;
 
-TEST_P(GpuCopyTest, EveryPieceArrivesByteExact)
+TEST_P(GpuCopy, EveryPieceArrivesByteExact)
 {
     const CopyCase &c = GetParam();
     Layout layout = Scattered(&rng_, c.count, c.bytes);
@@ -876,7 +876,7 @@ TEST_P(GpuCopyTest, EveryPieceArrivesByteExact)
     }
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuCopyTest, CopyCase, CopyCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuCopy, CopyCase, CopyCases);
 
 // ---- merging ------------------------------------------------------------------------------------
 
@@ -893,10 +893,10 @@ std::vector<MergeCase> MergeCases(Form form)
     return cases;
 }
 
-using GpuMergeTest = GpuFormTest<MergeCase>;
+using GpuMerge = GpuFormTest<MergeCase>;
 
 // Pieces contiguous on both sides of one allocation, added in a random order, become one copy.
-TEST_P(GpuMergeTest, ContiguousPiecesOfOneAllocationMergeAndStayExact)
+TEST_P(GpuMerge, ContiguousPiecesOfOneAllocationMergeAndStayExact)
 {
     const MergeCase &c = GetParam();
     Layout layout = Contiguous(c.count, c.bytes, 1);
@@ -920,7 +920,7 @@ TEST_P(GpuMergeTest, ContiguousPiecesOfOneAllocationMergeAndStayExact)
 }
 
 // Two runs separated by a gap become exactly two copies; the gap keeps its poison.
-TEST_P(GpuMergeTest, RunsSeparatedByAGapMergeIntoOneCopyEach)
+TEST_P(GpuMerge, RunsSeparatedByAGapMergeIntoOneCopyEach)
 {
     const MergeCase &c = GetParam();
     Layout layout = Contiguous(c.count, c.bytes, 2);
@@ -940,7 +940,7 @@ TEST_P(GpuMergeTest, RunsSeparatedByAGapMergeIntoOneCopyEach)
         << StatsText(outcome.stats) << "\n" << PlanExcerpt(outcome.plan);
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuMergeTest, MergeCase, MergeCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuMerge, MergeCase, MergeCases);
 
 // ---- dependencies inside one batch --------------------------------------------------------------
 
@@ -967,7 +967,7 @@ std::vector<DependencyCase> DependencyCases(Form form)
     return cases;
 }
 
-class GpuDependencyTest : public GpuFormTest<DependencyCase> {
+class GpuDependency : public GpuFormTest<DependencyCase> {
 protected:
     ompbatch_batch_options Options() const
     {
@@ -983,7 +983,7 @@ constexpr size_t kDepPieces = 64;
 constexpr size_t kDepBytes = 4 * kKiB;
 
 // H2D host A -> X, then D2D X -> Y (scattered), then D2H Y -> host B, all in one batch.
-TEST_P(GpuDependencyTest, ChainHostToDeviceToDeviceToHostFollowsAddOrder)
+TEST_P(GpuDependency, ChainHostToDeviceToDeviceToHostFollowsAddOrder)
 {
     const DependencyCase &c = GetParam();
     Layout into_x = Scattered(&rng_, kDepPieces, kDepBytes);   // A -> X
@@ -1019,7 +1019,7 @@ TEST_P(GpuDependencyTest, ChainHostToDeviceToDeviceToHostFollowsAddOrder)
 }
 
 // D2H X -> B reads X before H2D A -> X overwrites it (write after read).
-TEST_P(GpuDependencyTest, OverwriteAfterReadLeavesTheReaderTheOldBytes)
+TEST_P(GpuDependency, OverwriteAfterReadLeavesTheReaderTheOldBytes)
 {
     const DependencyCase &c = GetParam();
     Layout x_to_b = Scattered(&rng_, kDepPieces, kDepBytes);
@@ -1050,7 +1050,7 @@ TEST_P(GpuDependencyTest, OverwriteAfterReadLeavesTheReaderTheOldBytes)
 
 // Two writes to overlapping ranges: the one added later wins, into device memory (H2D) and
 // into host memory (D2H).
-TEST_P(GpuDependencyTest, LaterWriteToAnOverlappingRangeWins)
+TEST_P(GpuDependency, LaterWriteToAnOverlappingRangeWins)
 {
     const DependencyCase &c = GetParam();
     for (Direction direction : {Direction::kH2D, Direction::kD2H}) {
@@ -1082,7 +1082,7 @@ TEST_P(GpuDependencyTest, LaterWriteToAnOverlappingRangeWins)
 
 // A -> X (H2D), X -> H (D2H into host memory), H -> Y (H2D out of that host memory),
 // Y -> B (D2H): the third copy must read what the second wrote, whatever H's kind.
-TEST_P(GpuDependencyTest, RoundTripThroughHostMemoryFollowsAddOrder)
+TEST_P(GpuDependency, RoundTripThroughHostMemoryFollowsAddOrder)
 {
     const DependencyCase &c = GetParam();
     Layout step[4];
@@ -1119,7 +1119,7 @@ TEST_P(GpuDependencyTest, RoundTripThroughHostMemoryFollowsAddOrder)
                                              << PlanExcerpt(outcome.plan);
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuDependencyTest, DependencyCase, DependencyCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuDependency, DependencyCase, DependencyCases);
 
 // ---- the one-shot call ----------------------------------------------------------------------------
 
@@ -1148,11 +1148,11 @@ std::vector<OneShotCase> OneShotCases(Form form)
     return cases;
 }
 
-using GpuOneShotTest = GpuFormTest<OneShotCase>;
+using GpuOneShot = GpuFormTest<OneShotCase>;
 
 // ompbatch_target_memcpy_batch with pieces of random sizes (1 B to 8 KiB), zero-length entries
 // with NULL pointers, and each offset split at random between the pointer and the offset array.
-TEST_P(GpuOneShotTest, CopiesEveryRegionByteExact)
+TEST_P(GpuOneShot, CopiesEveryRegionByteExact)
 {
     const OneShotCase &c = GetParam();
     constexpr size_t kPieces = 200;
@@ -1197,7 +1197,7 @@ TEST_P(GpuOneShotTest, CopiesEveryRegionByteExact)
     EXPECT_TRUE(scenario.Matches(src)) << "the source changed";
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuOneShotTest, OneShotCase, OneShotCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuOneShot, OneShotCase, OneShotCases);
 
 // ---- streams ------------------------------------------------------------------------------------
 
@@ -1230,11 +1230,11 @@ std::vector<StreamCase> StreamCases(Form form)
     return cases;
 }
 
-using GpuStreamTest = GpuFormTest<StreamCase>;
+using GpuStream = GpuFormTest<StreamCase>;
 
 // A batch on the caller's stream (or NULL: the library's own stream) copies H2D and back D2H in
 // one batch, then is reset and refilled with new data and used again.
-TEST_P(GpuStreamTest, BatchOnTheStreamIsExactAndReusableAfterReset)
+TEST_P(GpuStream, BatchOnTheStreamIsExactAndReusableAfterReset)
 {
     const StreamCase &c = GetParam();
     UserStream user;
@@ -1279,7 +1279,7 @@ TEST_P(GpuStreamTest, BatchOnTheStreamIsExactAndReusableAfterReset)
     EXPECT_EQ(status, OMPBATCH_OK) << LibraryFailure("ompbatch_batch_destroy", status).message();
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStreamTest, StreamCase, StreamCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStream, StreamCase, StreamCases);
 
 // ---- max_copies ---------------------------------------------------------------------------------
 
@@ -1306,10 +1306,10 @@ std::vector<MaxCopiesCase> MaxCopiesCases(Form form)
     };
 }
 
-using GpuMaxCopiesTest = GpuFormTest<MaxCopiesCase>;
+using GpuMaxCopies = GpuFormTest<MaxCopiesCase>;
 
 // 1000 copies with max_copies 64 go out as at least 16 driver batches, still byte-exact.
-TEST_P(GpuMaxCopiesTest, LongPlanIsSplitIntoSubBatchesAndStaysExact)
+TEST_P(GpuMaxCopies, LongPlanIsSplitIntoSubBatchesAndStaysExact)
 {
     const MaxCopiesCase &c = GetParam();
     constexpr size_t kCopies = 1000, kMax = 64, kBytes = 64;
@@ -1346,7 +1346,7 @@ TEST_P(GpuMaxCopiesTest, LongPlanIsSplitIntoSubBatchesAndStaysExact)
     }
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuMaxCopiesTest, MaxCopiesCase, MaxCopiesCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuMaxCopies, MaxCopiesCase, MaxCopiesCases);
 
 // ---- routing and statistics ---------------------------------------------------------------------
 
@@ -1364,7 +1364,7 @@ std::vector<StatsCase> StatsCases(Form form)
     return {StatsCase{form}};
 }
 
-class GpuStatsTest : public GpuFormTest<StatsCase> {
+class GpuStats : public GpuFormTest<StatsCase> {
 protected:
     // 64 scattered 4 KiB copies (plus `zero` zero-byte ones with NULL pointers, added first).
     ::testing::AssertionResult RunScattered(Direction direction, harness_mem_kind host,
@@ -1403,7 +1403,7 @@ protected:
 };
 
 // The routing table (plugin/plan/route.c): pinned H2D batches from two copies up.
-TEST_P(GpuStatsTest, PinnedHostToDeviceUsesTheBatchPath)
+TEST_P(GpuStats, PinnedHostToDeviceUsesTheBatchPath)
 {
     Outcome outcome;
     ASSERT_TRUE(RunScattered(Direction::kH2D, HARNESS_MEM_PINNED, 3, &outcome));
@@ -1426,7 +1426,7 @@ TEST_P(GpuStatsTest, PinnedHostToDeviceUsesTheBatchPath)
 }
 
 // Batches into pageable host memory are slower than a per-copy loop on the H200: never batched.
-TEST_P(GpuStatsTest, PageableDeviceToHostUsesThePerCopyPath)
+TEST_P(GpuStats, PageableDeviceToHostUsesThePerCopyPath)
 {
     Outcome outcome;
     ASSERT_TRUE(RunScattered(Direction::kD2H, HARNESS_MEM_PAGEABLE, 0, &outcome));
@@ -1438,7 +1438,7 @@ TEST_P(GpuStatsTest, PageableDeviceToHostUsesThePerCopyPath)
 }
 
 // Host-to-host copies in a device batch are memcpy on the host: no driver call.
-TEST_P(GpuStatsTest, PageableHostToHostUsesTheHostPath)
+TEST_P(GpuStats, PageableHostToHostUsesTheHostPath)
 {
     Outcome outcome;
     ASSERT_TRUE(RunScattered(Direction::kH2H, HARNESS_MEM_PAGEABLE, 0, &outcome));
@@ -1448,7 +1448,7 @@ TEST_P(GpuStatsTest, PageableHostToHostUsesTheHostPath)
     EXPECT_EQ(s.copies_done, 64u) << StatsText(s);
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStatsTest, StatsCase, StatsCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStats, StatsCase, StatsCases);
 
 // ---- strategies ---------------------------------------------------------------------------------
 
@@ -1496,9 +1496,9 @@ std::vector<StrategyCase> StrategyCases(Form form)
     return cases;
 }
 
-using GpuStrategyTest = GpuFormTest<StrategyCase>;
+using GpuStrategy = GpuFormTest<StrategyCase>;
 
-TEST_P(GpuStrategyTest, EveryPieceArrivesByteExact)
+TEST_P(GpuStrategy, EveryPieceArrivesByteExact)
 {
     const StrategyCase &c = GetParam();
     std::vector<size_t> sizes;
@@ -1534,12 +1534,12 @@ TEST_P(GpuStrategyTest, EveryPieceArrivesByteExact)
     }
 }
 
-OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStrategyTest, StrategyCase, StrategyCases);
+OMPBATCH_INSTANTIATE_FOR_EVERY_FORM(GpuStrategy, StrategyCase, StrategyCases);
 
 // A loop refilling one batch with the same in-place copies (pinned host to device, device to
 // device, device to pinned host): from the third round the kernel runs on descriptors kept on
 // the device. Fresh random sources and poisoned destinations every round.
-TEST_F(GpuTest, ALoopOfTheSameStagedCopiesStaysExactOnKeptDescriptors)
+TEST_F(Gpu, ALoopOfTheSameStagedCopiesStaysExactOnKeptDescriptors)
 {
     struct Way {
         harness_mem_kind src, dst;

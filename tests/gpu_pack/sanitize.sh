@@ -20,7 +20,7 @@ run() {
     tail -n 3 "${SANITIZE_LOG_DIR:-.}/sanitize_$tool.log"
     [ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)"
 }
-mem=$(run memcheck 'V13000/GpuStrategyTest.*:-*4096x*:*64x1MiB*' | tail -n 1)
-race=$(run racecheck 'V13000/GpuStrategyTest.*staged_64x*' | tail -n 1)
+mem=$(run memcheck 'V13000/GpuStrategy.*:-*4096x*:*64x1MiB*' | tail -n 1)
+race=$(run racecheck 'V13000/GpuStrategy.*staged_64x*' | tail -n 1)
 echo "sanitizer: memcheck $mem, racecheck $race"
 [ "$mem" = ok ] && [ "$race" = ok ]
