@@ -159,7 +159,8 @@ void ob_cost_reset_for_testing(void)
     pthread_mutex_lock(&lock);
     for (int i = 0; driver->loaded && i < driver->device_count; i++) {
         ob_device_slot *slot = ob_driver_slot(i);
-        free(slot->model);
+        if (slot->model != NULL && slot->release_model != NULL)
+            slot->release_model(slot->model);
         slot->model = NULL;
     }
     without_device_built = 0;

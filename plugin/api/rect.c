@@ -141,15 +141,11 @@ int ompbatch_batch_add_rect(ompbatch_batch *batch, void *dst, int dst_device_num
         ob_walk_build(element_size, num_dims, counts, src_strides, &whole.src);
         ob_rect_finish(&whole, total, count);
         uint64_t zero[OMPBATCH_RECT_MAX_DIMS] = {0};
-        int taken = 0;
-        status = ob_batch_add_rect_copy(
+        status = ob_batch_add_rect_or_runs(
             batch, (void *)address(&to, num_dims, dst_offsets, zero, element_size),
             dst_device_num, (const void *)address(&from, num_dims, src_offsets, zero, element_size),
-            src_device_num, &whole, map_type, &taken);
-        if (status != OMPBATCH_OK)
-            return ob_fail_context(status, "%s: ", rect);
-        if (taken)
-            return OMPBATCH_OK;
+            src_device_num, &whole, map_type);
+        return status == OMPBATCH_OK ? OMPBATCH_OK : ob_fail_context(status, "%s: ", rect);
     }
     /* Dimensions [0, walked) are walked index by index, dimension `walked` starts each run. */
     uint64_t index[OMPBATCH_RECT_MAX_DIMS] = {0};

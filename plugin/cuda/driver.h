@@ -26,7 +26,7 @@ typedef struct ob_driver {
 /* Everything the library keeps per CUDA device, in one place: one slot per device the driver
  * reports, made when it loads and released when a test reloads it. Each field is set once, on
  * first use, under the lock of the file that owns it (driver.c: context and stream;
- * kernels.c: the kernels; peers.c: peer access; api/cost_models.c: the cost model). */
+ * kernel_module.c: the kernels; peers.c: peer access; api/cost_models.c: the cost model). */
 typedef enum ob_kernels_state {
     OB_KERNELS_UNKNOWN = 0,
     OB_KERNELS_READY,
