@@ -14,6 +14,9 @@
  * cuStreamSynchronize sleeps until the GPU wakes the thread: tens of microseconds even for a
  * copy that took one. Small batches finish well inside this; long ones block after it. */
 #define OB_DEFAULT_WAIT_POLL_US 200
+/* Staged levels with at most this many packed and gathered KiB move them over the bus, by the
+ * copy kernel alone (backend_staged.c says why this size). */
+#define OB_DEFAULT_BUS_KB 1024
 
 static ob_config current;
 static unsigned long generation;
@@ -133,6 +136,7 @@ static void read_environment(void)
     current.strategy = read_strategy();
     current.pack_threads = (size_t)read_long("OMPBATCH_PACK_THREADS", default_pack_threads(), 1,
                                              64);
+    current.bus_bytes = (size_t)read_long("OMPBATCH_BUS_KB", OB_DEFAULT_BUS_KB, 0, 1L << 20) << 10;
     current.calibrate = read_calibrate();
     read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
     const char *cost = getenv("OMPBATCH_COST");

@@ -41,6 +41,7 @@ typedef struct ob_config {
     size_t staging_bytes;    /* OMPBATCH_STAGING_MB: pinned staging, and device staging, each */
     ob_strategy_choice strategy; /* OMPBATCH_STRATEGY */
     size_t pack_threads;     /* OMPBATCH_PACK_THREADS: threads that pack and unpack */
+    size_t bus_bytes;        /* OMPBATCH_BUS_KB: staged levels this small skip the bulk copy */
     ob_calibrate_choice calibrate; /* OMPBATCH_CALIBRATE */
     char cost_cache[512];    /* OMPBATCH_COST_CACHE: the calibration cache directory, or "" */
     char cost[512];          /* OMPBATCH_COST: "name=value,..." overrides of the cost model */

@@ -14,7 +14,9 @@
 
 const size_t ob_cost_sizes[OB_COST_SIZES] = {16, 256, 4096, 65536, 1048576};
 
-#define OB_COST_FORMAT "ompbatch-cost-model 1"
+/* 2: staged levels of up to OMPBATCH_BUS_KB move over the bus, which a model measured before
+ * (format 1) does not know; such a file is measured again. */
+#define OB_COST_FORMAT "ompbatch-cost-model 2"
 
 static const char *const lane_names[OB_LANE_COUNT] = {
     [OB_LANE_H2D_PAGEABLE] = "h2d_pageable", [OB_LANE_H2D_PINNED] = "h2d_pinned",

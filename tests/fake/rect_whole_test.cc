@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "plugin/api/cost_models.h"
+#include "plugin/core/config.h"
 #include "plugin/cuda/staging.h"
 #include "plugin/core/workers.h"
 #include "plugin/cuda/kernel_module.h"
@@ -29,11 +30,18 @@ protected:
     void SetUp() override
     {
         unsetenv("OMPBATCH_STRATEGY");
+        unsetenv("OMPBATCH_BUS_KB");
         load();
         ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
         ob_workers_ignore_load_for_testing(1);
+    }
+    void TearDown() override
+    {
+        unsetenv("OMPBATCH_BUS_KB");
+        ob_config_reload();
+        FakeDriver::TearDown();
     }
 };
 
@@ -161,15 +169,21 @@ TEST(RectWalk, CopiesAnyRangeAsTheReference)
 
 // The faces of a 3-D array between the device and a compact host face, both ways, for each
 // host memory kind, and device to device: one copy, one launch, exact bytes, gaps untouched.
+// A face packed from pageable memory is scattered from pinned staging over the bus, or after a
+// bulk copy into device staging with OMPBATCH_BUS_KB=0.
 TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
 {
     const size_t n = 72; // the y face's 72 runs: enough to go whole
     const Face faces[] = {{"x", {n, n, 1}, {0, 0, 5}}, {"y", {n, 1, n}, {0, 7, 0}},
                           {"pencil", {n, 3, 2}, {0, 60, 61}}};
     Buffer block(DEVICE, n * n * n * 8), block2(DEVICE, n * n * n * 8);
+    for (int bus : {1, 0})
     for (const Face &f : faces)
         for (Kind kind : {PAGEABLE, PINNED, MANAGED}) {
-            SCOPED_TRACE(std::string("face ") + f.name + ", host kind " + std::to_string(kind));
+            SCOPED_TRACE(std::string("face ") + f.name + ", host kind " + std::to_string(kind) +
+                         (bus ? ", over the bus" : ", bulk copy"));
+            setenv("OMPBATCH_BUS_KB", bus ? "1024" : "0", 1);
+            ob_config_reload();
             RectShape down = face_shape(f, n), up = swapped(down);
             Buffer host(kind, down.dst_bytes());
             block.fill(kind * 7 + 1);
@@ -202,6 +216,8 @@ TEST_F(RectWhole, FacesAreOneLaunchInEveryDirectionAndMemoryKind)
                 run(batch);
                 EXPECT_EQ(1u, batch.stats().kernel_launches);
                 EXPECT_EQ(1u, batch.stats().staged_copies);
+                // Packed faces: the bulk copy, unless over the bus.
+                EXPECT_EQ(kind == PAGEABLE && !bus ? 1u : 0u, batch.stats().driver_calls);
             }
             ASSERT_EQ(0, std::memcmp(block.ptr, want_block.data(), block.bytes))
                 << "host to device";

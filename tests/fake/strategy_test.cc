@@ -101,6 +101,7 @@ protected:
         unsetenv("OMPBATCH_STRATEGY");
         unsetenv("OMPBATCH_STAGING_MB");
         unsetenv("OMPBATCH_COST");
+        unsetenv("OMPBATCH_BUS_KB");
         load();
         ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
@@ -114,8 +115,17 @@ protected:
         ob_staging_free_idle();
         unsetenv("OMPBATCH_STAGING_MB");
         unsetenv("OMPBATCH_COST");
+        unsetenv("OMPBATCH_BUS_KB");
         ob_config_reload();
         FakeDriver::TearDown();
+    }
+
+    // OMPBATCH_BUS_KB for the rest of the test: "0" sends every staged level's packed and
+    // gathered bytes through the bulk copy and device staging.
+    static void bus_kb(const char *kib)
+    {
+        setenv("OMPBATCH_BUS_KB", kib, 1);
+        ob_config_reload();
     }
 
     // Moves the pieces of one lane in one batch of the given strategy; returns its stats.
@@ -153,75 +163,97 @@ std::vector<size_t> random_sizes(size_t count, size_t most, uint64_t salt)
 
 TEST_F(Strategy, StagedMovesEveryLaneByteExact)
 {
-    // Edge sizes around the 16-byte units and the kernel's 64 KiB chunks, then random ones.
+    // Edge sizes around the 16-byte units and the kernel's 64 KiB chunks, then random ones:
+    // about 600 KiB, under the bus's 1 MiB by default, through the bulk copy with it at 0.
     std::vector<size_t> sizes = {1, 15, 16, 17, 63, 65535, 65536, 65537, 200000};
     for (size_t n : random_sizes(40, 9000, 7))
         sizes.push_back(n);
-    for (const LaneSpec &lane : kLanes) {
-        SCOPED_TRACE(lane.name);
-        fake_cuda_stats before;
-        fake().get_stats(&before);
-        ompbatch_stats s = move(lane, sizes, OMPBATCH_STRATEGY_STAGED, 11);
-        EXPECT_EQ(sizes.size(), s.staged_copies);
-        EXPECT_EQ(0u, s.staging_refused);
-        EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
-        bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
-        EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
-        // Pack and gather lanes: one kernel plus the bulk copy, alone in the level's copy-engine
-        // part, so a cuMemcpyAsync; in-place lanes: the kernel alone.
-        EXPECT_EQ(1u, s.kernel_launches);
-        EXPECT_EQ(packs ? 1u : 0u, s.driver_calls);
-        EXPECT_EQ(0u, s.batch_calls);
-        fake_cuda_stats after;
-        fake().get_stats(&after);
-        EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
+    for (bool bus : {false, true}) {
+        bus_kb(bus ? "1024" : "0");
+        for (const LaneSpec &lane : kLanes) {
+            SCOPED_TRACE(std::string(lane.name) + (bus ? ", over the bus" : ", bulk copy"));
+            ob_staging_free_idle();
+            fake_cuda_stats before;
+            fake().get_stats(&before);
+            ompbatch_stats s = move(lane, sizes, OMPBATCH_STRATEGY_STAGED, 11);
+            EXPECT_EQ(sizes.size(), s.staged_copies);
+            EXPECT_EQ(0u, s.staging_refused);
+            EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
+            bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
+            EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
+            // Pack and gather lanes: one kernel plus the bulk copy, alone in the level's
+            // copy-engine part, so a cuMemcpyAsync; over the bus, and in-place lanes: the
+            // kernel alone, and no device staging.
+            EXPECT_EQ(1u, s.kernel_launches);
+            EXPECT_EQ(packs && !bus ? 1u : 0u, s.driver_calls);
+            EXPECT_EQ(0u, s.batch_calls);
+            fake_cuda_stats after;
+            fake().get_stats(&after);
+            EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
+            ob_staging_totals t;
+            ob_staging_get_totals(&t);
+            EXPECT_EQ(packs && !bus, t.device_bytes > 0) << t.device_bytes;
+        }
     }
 }
 
 TEST_F(Strategy, OneBatchCallCarriesTheDirectCopiesAndBothBulkCopies)
 {
-    // Pageable H2D and D2H pieces staged, plus large pinned pieces the model keeps direct.
+    // Pageable H2D and D2H pieces staged, plus large pinned pieces the model keeps direct:
+    // through the bulk copies, then over the bus.
     const size_t small = 512, big = 4 << 20;
-    Buffer host_in(PAGEABLE, 64 * 1024), host_out(PAGEABLE, 64 * 1024), dev(DEVICE, 32 << 20);
-    Buffer pinned(PINNED, 2 * big);
-    host_in.fill(1);
-    dev.fill(2);
-    pinned.fill(3);
-    std::vector<unsigned char> dev_before(dev.ptr, dev.ptr + dev.bytes);
-    std::vector<unsigned char> out_before(host_out.ptr, host_out.ptr + host_out.bytes);
-    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
-    Batch b(0, nullptr, &o);
-    for (size_t i = 0; i < 32; i++) {
-        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1024, 0,
-                                                  host_in.ptr + i * 1024, H, small, 0));
-        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host_out.ptr + i * 1024 + 3, H,
-                                                  dev.ptr + (1 << 20) + i * 1024, 0, small, 0));
+    for (bool bus : {false, true}) {
+        SCOPED_TRACE(bus ? "over the bus" : "bulk copies");
+        bus_kb(bus ? "1024" : "0");
+        Buffer host_in(PAGEABLE, 64 * 1024), host_out(PAGEABLE, 64 * 1024),
+            dev(DEVICE, 32 << 20);
+        Buffer pinned(PINNED, 2 * big);
+        host_in.fill(1 + bus);
+        dev.fill(2 + bus);
+        pinned.fill(3 + bus);
+        std::vector<unsigned char> dev_before(dev.ptr, dev.ptr + dev.bytes);
+        std::vector<unsigned char> out_before(host_out.ptr, host_out.ptr + host_out.bytes);
+        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+        Batch b(0, nullptr, &o);
+        for (size_t i = 0; i < 32; i++) {
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 1024, 0,
+                                                      host_in.ptr + i * 1024, H, small, 0));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host_out.ptr + i * 1024 + 3, H,
+                                                      dev.ptr + (1 << 20) + i * 1024, 0, small,
+                                                      0));
+        }
+        for (size_t i = 0; i < 2; i++)
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(b.b, dev.ptr + (8 << 20) + i * (big + 4096), 0,
+                                         pinned.ptr + i * big, H, big, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        ompbatch_stats s = b.stats();
+        EXPECT_EQ(64u, s.staged_copies);
+        // The gather before the batch call, the scatter after; over the bus one kernel
+        // gathers into pinned staging and scatters from it.
+        EXPECT_EQ(bus ? 1u : 2u, s.kernel_launches);
+        EXPECT_EQ(1u, s.batch_calls);
+        EXPECT_EQ(1u, s.driver_calls);
+        fake_cuda_batch_record r = last_batch();
+        // 2 direct pinned pieces, and the two bulk copies unless over the bus.
+        EXPECT_EQ(bus ? 2u : 4u, r.count);
+        // The scatter's descriptor table travels with the packed pieces: the first bulk copy
+        // starts at the device staging the kernel reads its table from.
+        if (!bus) {
+            EXPECT_GE(r.sizes[2], 32 * sizeof(ob_piece) + 32 * small);
+        }
+        // Bytes: device pieces from host_in, host_out pieces from the device, the big pieces.
+        std::vector<unsigned char> want_dev = dev_before, want_out = out_before;
+        for (size_t i = 0; i < 32; i++) {
+            std::memcpy(&want_dev[i * 1024], host_in.ptr + i * 1024, small);
+            std::memcpy(&want_out[i * 1024 + 3], &dev_before[(1 << 20) + i * 1024], small);
+        }
+        for (size_t i = 0; i < 2; i++)
+            std::memcpy(&want_dev[(8 << 20) + i * (big + 4096)], pinned.ptr + i * big, big);
+        EXPECT_EQ(0, std::memcmp(want_dev.data(), dev.ptr, dev.bytes));
+        EXPECT_EQ(0, std::memcmp(want_out.data(), host_out.ptr, host_out.bytes));
     }
-    for (size_t i = 0; i < 2; i++)
-        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + (8 << 20) + i * (big + 4096), 0,
-                                                  pinned.ptr + i * big, H, big, 0));
-    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
-    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
-    ompbatch_stats s = b.stats();
-    EXPECT_EQ(64u, s.staged_copies);
-    EXPECT_EQ(2u, s.kernel_launches); // the gather before the batch call, the scatter after
-    EXPECT_EQ(1u, s.batch_calls);
-    EXPECT_EQ(1u, s.driver_calls);
-    fake_cuda_batch_record r = last_batch();
-    EXPECT_EQ(4u, r.count); // 2 direct pinned pieces + the two bulk copies
-    // The scatter's descriptor table travels with the packed pieces: the first bulk copy
-    // starts at the device staging the kernel reads its table from.
-    EXPECT_GE(r.sizes[2], 32 * sizeof(ob_piece) + 32 * small);
-    // Bytes: device pieces from host_in, host_out pieces from the device, the big pieces.
-    std::vector<unsigned char> want_dev = dev_before, want_out = out_before;
-    for (size_t i = 0; i < 32; i++) {
-        std::memcpy(&want_dev[i * 1024], host_in.ptr + i * 1024, small);
-        std::memcpy(&want_out[i * 1024 + 3], &dev_before[(1 << 20) + i * 1024], small);
-    }
-    for (size_t i = 0; i < 2; i++)
-        std::memcpy(&want_dev[(8 << 20) + i * (big + 4096)], pinned.ptr + i * big, big);
-    EXPECT_EQ(0, std::memcmp(want_dev.data(), dev.ptr, dev.bytes));
-    EXPECT_EQ(0, std::memcmp(want_out.data(), host_out.ptr, host_out.bytes));
 }
 
 TEST_F(Strategy, DirectNeverStages)
@@ -531,19 +563,28 @@ TEST_F(Strategy, AHookBatchsLoneCopyIntoPageableMemoryBouncesThroughStaging)
 }
 
 // A staged step with one gathered piece lets the copy engine read it into staging instead of
-// launching the gather kernel; with two, the kernel gathers them.
+// launching the gather kernel; with two, the kernel gathers them. Over the bus the kernel that
+// scatters the packed pieces is launched anyway and gathers the one piece too; two gathered
+// pieces alone are one kernel's. (A batch of one copy is not staged at all.)
 TEST_F(Strategy, OneGatheredPieceNeedsNoGatherKernel)
 {
     Buffer host(PAGEABLE, 1 << 16), back(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
     ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    for (int bus : {0, 1})
+    for (int packs : {6, 0})
     for (int gathers : {1, 2}) {
-        SCOPED_TRACE(std::to_string(gathers) + " gathered piece(s)");
+        if (packs == 0 && gathers == 1)
+            continue;
+        SCOPED_TRACE(std::to_string(gathers) + " gathered piece(s), " + std::to_string(packs) +
+                     " packed" + (bus ? ", over the bus" : ""));
+        bus_kb(bus ? "1024" : "0");
         host.fill(40 + gathers);
         dev.fill(50 + gathers);
         std::memset(back.ptr, 0xA5, back.bytes);
         std::vector<unsigned char> from_device(dev.ptr + 32768, dev.ptr + 32768 + 3 * 1000);
+        std::vector<unsigned char> dev_before(dev.ptr, dev.ptr + 6 * 900 + 1);
         Batch b(0, nullptr, &o);
-        for (int i = 0; i < 6; i++)  // host -> device, packed then scattered by the kernel
+        for (int i = 0; i < packs; i++)  // host -> device, packed then scattered by the kernel
             ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 900 + 1, 0,
                                                       host.ptr + i * 900 + 3, H, 777, 0));
         for (int g = 0; g < gathers; g++)  // device -> pageable, from untouched device bytes
@@ -552,10 +593,25 @@ TEST_F(Strategy, OneGatheredPieceNeedsNoGatherKernel)
         ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
         ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
         ompbatch_stats s = b.stats();
-        EXPECT_EQ(6u + gathers, s.staged_copies);
-        EXPECT_EQ(gathers == 1 ? 1u : 2u, s.kernel_launches);
-        for (int i = 0; i < 6; i++)
+        EXPECT_EQ((size_t)(packs + gathers), s.staged_copies);
+        // Kernels: the scatter of the packs (bus or not), the gather (two pieces; over the
+        // bus, joined with the scatter).
+        unsigned want = (packs > 0 ? 1u : 0u) + (gathers == 2 ? 1u : 0u);
+        if (bus && packs > 0)
+            want = 1;
+        EXPECT_EQ(want, s.kernel_launches);
+        // The copy engine moves the packs unless over the bus, the one gather unless a
+        // kernel over the bus takes it.
+        unsigned copies = (packs > 0 && !bus ? 1u : 0u) +
+                          (gathers == 2 ? (bus ? 0u : 1u) : (bus && packs > 0 ? 0u : 1u));
+        // All of them in one driver call: a cuMemcpyAsync for one, a batch call for two.
+        EXPECT_EQ(copies > 0 ? 1u : 0u, s.driver_calls);
+        EXPECT_EQ(copies > 1 ? 1u : 0u, s.batch_calls);
+        for (int i = 0; i < packs; i++)
             EXPECT_EQ(0, std::memcmp(dev.ptr + i * 900 + 1, host.ptr + i * 900 + 3, 777)) << i;
+        if (packs == 0) {
+            EXPECT_EQ(0, std::memcmp(dev.ptr, dev_before.data(), dev_before.size()));
+        }
         for (size_t k = 0; k < back.bytes; k++) {
             size_t g = k >= 5 ? (k - 5) / 1000 : 0, at = k >= 5 ? (k - 5) % 1000 : 1000;
             bool inside = k >= 5 && (int)g < gathers && at < 999;
@@ -894,6 +950,28 @@ TEST_F(Strategy, CalibrationMeasuresCachesAndRereads)
     EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
     ob_cost_model reread;
     EXPECT_EQ(OMPBATCH_OK, ob_cost_read(&reread, file.c_str())) << ompbatch_last_error();
+    // A whole model of the format before staged levels went over the bus is measured again.
+    std::string text;
+    {
+        FILE *in = std::fopen(file.c_str(), "r");
+        ASSERT_NE(nullptr, in);
+        char line[512];
+        while (std::fgets(line, sizeof(line), in) != nullptr)
+            text += line;
+        std::fclose(in);
+    }
+    ASSERT_EQ(0u, text.find("ompbatch-cost-model 2\n"));
+    text.replace(0, std::strlen("ompbatch-cost-model 2"), "ompbatch-cost-model 1");
+    f = std::fopen(file.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    ob_cost_reset_for_testing();
+    fake().reset();
+    m = ob_cost_model_for(0);
+    EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
+    EXPECT_GT(fake().call_count("cuLaunchKernel"), 0);
+    EXPECT_EQ(OMPBATCH_OK, ob_cost_read(&reread, file.c_str())) << ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
     ob_cost_reset_for_testing();
     setenv("OMPBATCH_CALIBRATE", "0", 1);
@@ -960,18 +1038,25 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
     ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
     struct {
         const char *entry;
+        int bus;            /* OMPBATCH_BUS_KB at its default, else 0 */
         int to_device;
         int fails;          /* 1: the submit fails; 0: the pieces go direct */
         const char *message;
     } rows[] = {
-        {"cuMemAlloc", 1, 0, nullptr},            /* device staging denied */
-        {"cuModuleGetFunction", 1, 0, nullptr},   /* no kernel */
-        {"cuMemcpyAsync", 1, 1, "the staged bulk copy"},
-        {"cuLaunchKernel", 0, 1, "the copy kernel"},
-        {"cuStreamQuery", 1, 1, "cuStreamQuery failed"}, /* the wait before packing */
+        {"cuMemAlloc", 0, 1, 0, nullptr},            /* device staging denied */
+        {"cuModuleGetFunction", 0, 1, 0, nullptr},   /* no kernel */
+        {"cuMemcpyAsync", 0, 1, 1, "the staged bulk copy"},
+        {"cuLaunchKernel", 0, 0, 1, "the copy kernel"},
+        {"cuStreamQuery", 0, 1, 1, "cuStreamQuery failed"}, /* the wait before packing */
+        {"cuMemAllocHost", 1, 1, 0, nullptr},        /* pinned staging denied */
+        {"cuModuleGetFunction", 1, 1, 0, nullptr},
+        {"cuLaunchKernel", 1, 1, 1, "the copy kernel"},
+        {"cuLaunchKernel", 1, 0, 1, "the copy kernel"},
+        {"cuStreamQuery", 1, 1, 1, "cuStreamQuery failed"},
     };
     for (const auto &row : rows) {
-        SCOPED_TRACE(row.entry);
+        SCOPED_TRACE(std::string(row.entry) + (row.bus ? ", over the bus" : ", bulk copies"));
+        bus_kb(row.bus ? "1024" : "0");
         ob_staging_free_idle();
         ob_kernels_forget_for_testing();
         host.fill(7);
@@ -1014,6 +1099,7 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
 // Freeing an outgrown area can fail: the new area is used, the failure is only logged.
 TEST_F(Strategy, AFailedFreeOfOutgrownStagingIsNotAFailure)
 {
+    bus_kb("0"); // both areas from the start
     EXPECT_EQ(16u, move(kLanes[H2D_PAGEABLE], std::vector<size_t>(16, 1000),
                         OMPBATCH_STRATEGY_STAGED, 3).staged_copies);
     ASSERT_EQ(0, fake().inject_failure("cuMemFreeHost", 1, CUDA_ERROR_INVALID_VALUE));

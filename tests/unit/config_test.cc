@@ -21,7 +21,7 @@ protected:
              {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES", "OMPBATCH_BATCH_FORM",
               "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
               "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
-              "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "XDG_CACHE_HOME"})
+              "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "OMPBATCH_BUS_KB", "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
     }
@@ -117,8 +117,10 @@ TEST_F(Config, StrategyVariablesAreReadAndBadOnesNamed)
     setenv("OMPBATCH_COST_CACHE", "/var/cache/ob", 1);
     setenv("OMPBATCH_COST", "d2d.staged.fixed=1", 1);
     setenv("OMPBATCH_STAGING_MB", "7", 1);
+    setenv("OMPBATCH_BUS_KB", "5", 1);
     EXPECT_EQ("", reload());
     const ob_config *c = ob_config_get();
+    EXPECT_EQ(size_t(5) << 10, c->bus_bytes);
     EXPECT_EQ(OB_STRATEGY_STAGED, c->strategy);
     EXPECT_EQ(3u, c->pack_threads);
     EXPECT_EQ(OB_CALIBRATE_FORCE, c->calibrate);
@@ -134,7 +136,7 @@ TEST_F(Config, StrategyVariablesAreReadAndBadOnesNamed)
     EXPECT_STREQ("", ob_config_get()->cost_cache);
     // Defaults: auto, calibrate, the cache under XDG_CACHE_HOME.
     for (const char *name : {"OMPBATCH_STRATEGY", "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE",
-                             "OMPBATCH_PACK_THREADS"})
+                             "OMPBATCH_PACK_THREADS", "OMPBATCH_BUS_KB"})
         unsetenv(name);
     setenv("XDG_CACHE_HOME", "/xdg", 1);
     EXPECT_EQ("", reload());
@@ -143,7 +145,9 @@ TEST_F(Config, StrategyVariablesAreReadAndBadOnesNamed)
     EXPECT_STREQ("/xdg/ompbatch", ob_config_get()->cost_cache);
     EXPECT_GE(ob_config_get()->pack_threads, 1u);
     EXPECT_LE(ob_config_get()->pack_threads, 8u);
+    EXPECT_EQ(size_t(1024) << 10, ob_config_get()->bus_bytes);
     // Bad values: named on stderr, defaults used.
+    setenv("OMPBATCH_BUS_KB", "-1", 1);
     setenv("OMPBATCH_STRATEGY", "fastest", 1);
     setenv("OMPBATCH_CALIBRATE", "sometimes", 1);
     setenv("OMPBATCH_PACK_THREADS", "0", 1);
@@ -155,6 +159,10 @@ TEST_F(Config, StrategyVariablesAreReadAndBadOnesNamed)
               err.find("ignoring OMPBATCH_CALIBRATE=\"sometimes\": expected 0, 1 or force"))
         << err;
     EXPECT_NE(std::string::npos, err.find("OMPBATCH_PACK_THREADS=\"0\"")) << err;
+    EXPECT_NE(std::string::npos,
+              err.find("ignoring OMPBATCH_BUS_KB=\"-1\": expected an integer from 0 to 1048576"))
+        << err;
+    EXPECT_EQ(size_t(1024) << 10, ob_config_get()->bus_bytes);
     EXPECT_EQ(OB_STRATEGY_AUTO, ob_config_get()->strategy);
     EXPECT_EQ(OB_CALIBRATE_ON, ob_config_get()->calibrate);
 }
