@@ -131,7 +131,7 @@ static int to_device(pipe *p, const ob_copy *c, size_t *offset)
         if (status != OMPBATCH_OK)
             return status;
         ob_host_move pack = {slot_host(p, slot), (const void *)(c->src + at), n, NULL};
-        ob_host_moves_run(&pack, 1, 1);
+        ob_host_moves_run(&pack, 1, OB_MOVE_PACK_STREAMING);
         status = slot_copy(p, slot, (CUdeviceptr)(c->dst + at),
                            (CUdeviceptr)(uintptr_t)slot_host(p, slot), n);
         if (status != OMPBATCH_OK)
@@ -157,7 +157,7 @@ static int from_device(pipe *p, const ob_copy *c, size_t *offset)
             break;
         ob_host_move unpack = {(void *)(c->dst + at), slot_host(p, slot), chunk_bytes(c, at),
                               NULL};
-        ob_host_moves_run(&unpack, 1, 0);
+        ob_host_moves_run(&unpack, 1, OB_MOVE_UNPACK);
         if (next < chunks) {
             *offset = next * OB_PIPE_CHUNK;
             status = fetch_chunk(p, c, next++);

@@ -180,9 +180,11 @@ static void move_part(void *arg, size_t part, size_t parts)
     }
 }
 
-void ob_host_moves_run(const ob_host_move *moves, size_t count, int into_staging)
+void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kind)
 {
-    void (*copy)(void *, const void *, size_t) = into_staging ? ob_copy_streaming : copy_plain;
+    int into_staging = kind != OB_MOVE_UNPACK;
+    void (*copy)(void *, const void *, size_t) =
+        kind == OB_MOVE_PACK_STREAMING ? ob_copy_streaming : copy_plain;
     size_t total = 0;
     for (size_t i = 0; i < count; i++)
         total += moves[i].bytes;
@@ -542,7 +544,11 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         return status;
     if (packs > 0) {
         uint64_t started = ob_phase_start();
-        ob_host_moves_run(exec->moves, packs, 1);
+        /* A pack on one thread that the kernel reads over the bus stays in that thread's
+         * cache; larger packs, and packs for the bulk copy, go to memory. */
+        ob_host_moves_run(exec->moves, packs,
+                          bus && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES ? OB_MOVE_PACK_CACHED
+                                                                         : OB_MOVE_PACK_STREAMING);
         ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
@@ -713,7 +719,7 @@ void ob_staged_complete(ob_exec *exec)
     exec->progress_count = 0;
     if (exec->move_count > exec->unpack_begin)
         ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
-                          0);
+                          OB_MOVE_UNPACK);
     exec->move_count = exec->unpack_begin = 0;
     ob_staging_release(exec->staging);
     exec->staging = NULL;

@@ -1183,7 +1183,7 @@ void ob_hook_end(const ob_construct *c)
     }
     /* Large ones in parallel, as the staged strategy unpacks. */
     if (done > 0)
-        ob_host_moves_run(moves, done, 0);
+        ob_host_moves_run(moves, done, OB_MOVE_UNPACK);
     if (candidates > 0)
         ob_hook_buffer_put(&buffer);
     settle_end(c, items);

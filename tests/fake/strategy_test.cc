@@ -1304,20 +1304,23 @@ TEST(Workers, EveryPartRunsOnce)
         moves.push_back({&dst[at], &src[at], n, nullptr});
         at += n;
     }
-    ob_host_moves_run(moves.data(), moves.size(), 0);
+    ob_host_moves_run(moves.data(), moves.size(), OB_MOVE_UNPACK);
     EXPECT_EQ(src, dst);
-    // The same into "staging": streaming stores, same bytes.
-    std::vector<unsigned char> streamed(src.size(), 0xDD);
-    for (auto &m : moves)
-        m.dst = &streamed[static_cast<const unsigned char *>(m.src) - src.data()];
-    ob_host_moves_run(moves.data(), moves.size(), 1);
-    EXPECT_EQ(src, streamed);
+    // The same into "staging": streaming stores, and ordinary ones, same bytes.
+    for (ob_move_kind kind : {OB_MOVE_PACK_STREAMING, OB_MOVE_PACK_CACHED}) {
+        std::vector<unsigned char> streamed(src.size(), 0xDD);
+        for (auto &m : moves)
+            m.dst = &streamed[static_cast<const unsigned char *>(m.src) - src.data()];
+        ob_host_moves_run(moves.data(), moves.size(), kind);
+        EXPECT_EQ(src, streamed) << "kind " << kind;
+    }
     // Back to back, as packs come: helpers still spinning take the next job.
     for (int round = 0; round < 20; round++) {
         std::vector<unsigned char> again(src.size(), static_cast<unsigned char>(round));
         for (auto &m : moves)
             m.dst = &again[static_cast<const unsigned char *>(m.src) - src.data()];
-        ob_host_moves_run(moves.data(), moves.size(), round & 1);
+        ob_host_moves_run(moves.data(), moves.size(),
+                          static_cast<ob_move_kind>(round % 3));
         ASSERT_EQ(src, again) << "round " << round;
     }
     unsetenv("OMPBATCH_PACK_THREADS");
