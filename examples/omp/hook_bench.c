@@ -25,7 +25,9 @@
  *      512 steps x (2 `update from` + 2 `update to`) x 3200 B
  *   and shapes the hook forwards, so that the summary shows they cost nothing: r-one-to,
  *   256 regions with one `map(to:)` of 4 KiB; m-to and m-from, shapes a and b with the
- *   `present` motion modifier.
+ *   `present` motion modifier; x-struct-to and x-struct-from, shapes a and b as updates of the
+ *   two 2 KiB members of 16 structs; x-mapper-to and x-mapper-from, shapes a and b through a
+ *   `declare mapper`.
  *
  * The run ends with the never-slower summary: the shapes whose hook-on median is more than 3%
  * above the runtime alone's. --contention runs every shape on thread 0 of a parallel region
@@ -337,6 +339,74 @@ static const group_ops OPS16_PRESENT = {16,
                                         exit_from_16,
                                         dev_fill_16,
                                         dev_check_16};
+/* The same arrays spelled two more ways the hook leaves to the runtime, for the never-slower
+ * summary. x-struct: each 4 KiB array as a struct of two halves whose members are updated
+ * (clang passes the struct and its members as MEMBER_OF items); x-mapper: each array as one
+ * struct moved through a `declare mapper` (the runtime calls the mapper for the items). The
+ * arrays are mapped, filled and checked as plain arrays, so a missed copy still shows. */
+typedef struct halves {
+    char lo[2048];
+    char hi[2048];
+} halves;
+
+#pragma omp declare mapper(whole : halves h) map(h.lo[0:2048], h.hi[0:2048])
+
+#define HALVES(k) halves *h##k = (halves *)p[k];
+#define MEMBERS16                                                                               \
+    h0->lo, h0->hi, h1->lo, h1->hi, h2->lo, h2->hi, h3->lo, h3->hi, h4->lo, h4->hi, h5->lo,     \
+        h5->hi, h6->lo, h6->hi, h7->lo, h7->hi, h8->lo, h8->hi, h9->lo, h9->hi, h10->lo,        \
+        h10->hi, h11->lo, h11->hi, h12->lo, h12->hi, h13->lo, h13->hi, h14->lo, h14->hi,        \
+        h15->lo, h15->hi
+#define WHOLE16                                                                                 \
+    h0[0:1], h1[0:1], h2[0:1], h3[0:1], h4[0:1], h5[0:1], h6[0:1], h7[0:1], h8[0:1], h9[0:1],   \
+        h10[0:1], h11[0:1], h12[0:1], h13[0:1], h14[0:1], h15[0:1]
+
+static void update_to_members_16(char *const *p, const size_t *n)
+{
+    EACH16(HALVES)
+    (void)n;
+#pragma omp target update to(MEMBERS16)
+}
+
+static void update_from_members_16(char *const *p, const size_t *n)
+{
+    EACH16(HALVES)
+    (void)n;
+#pragma omp target update from(MEMBERS16)
+}
+
+static void update_to_mapper_16(char *const *p, const size_t *n)
+{
+    EACH16(HALVES)
+    (void)n;
+#pragma omp target update to(mapper(whole): WHOLE16)
+}
+
+static void update_from_mapper_16(char *const *p, const size_t *n)
+{
+    EACH16(HALVES)
+    (void)n;
+#pragma omp target update from(mapper(whole): WHOLE16)
+}
+
+static const group_ops OPS16_MEMBERS = {16,
+                                        enter_alloc_16,
+                                        exit_release_16,
+                                        update_to_members_16,
+                                        update_from_members_16,
+                                        enter_to_16,
+                                        exit_from_16,
+                                        dev_fill_16,
+                                        dev_check_16};
+static const group_ops OPS16_MAPPER = {16,
+                                       enter_alloc_16,
+                                       exit_release_16,
+                                       update_to_mapper_16,
+                                       update_from_mapper_16,
+                                       enter_to_16,
+                                       exit_from_16,
+                                       dev_fill_16,
+                                       dev_check_16};
 static const group_ops OPS2 = {2,           enter_alloc_2, exit_release_2, update_to_2,
                                update_from_2, enter_to_2,  exit_from_2,    dev_fill_2,
                                dev_check_2};
@@ -619,6 +689,14 @@ static const shape SHAPES[] = {
      size_4k, NULL, 0, 0, 0},
     {"m-from", "update from(present:), 64 x 16 x 4 KiB (fwd)", KIND_FROM, &OPS16_PRESENT, 1024,
      1, size_4k, NULL, 0, 0, 0},
+    {"x-struct-to", "update to, 64 x 16 structs' 2 members (fwd)", KIND_TO, &OPS16_MEMBERS, 1024,
+     1, size_4k, NULL, 0, 0, 0},
+    {"x-struct-from", "update from, 64 x 16 structs' 2 members (fwd)", KIND_FROM, &OPS16_MEMBERS,
+     1024, 1, size_4k, NULL, 0, 0, 0},
+    {"x-mapper-to", "update to(mapper), 64 x 16 x 4 KiB (fwd)", KIND_TO, &OPS16_MAPPER, 1024, 1,
+     size_4k, NULL, 0, 0, 0},
+    {"x-mapper-from", "update from(mapper), 64 x 16 x 4 KiB (fwd)", KIND_FROM, &OPS16_MAPPER,
+     1024, 1, size_4k, NULL, 0, 0, 0},
     /* Floors: the regions above on data that is all present, so they move nothing; what the
      * runtime takes for them is what no batching of their copies can remove. */
     {"r-floor-naive", "floor of r-naive: the same regions on present data", KIND_REGION, &OPS16,

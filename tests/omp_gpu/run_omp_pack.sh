@@ -10,7 +10,9 @@
 #   3. NVTX: the hooked maps_basic under a recording NVTX tool (tests/nvtx), its batches must
 #      appear as named ranges;
 #   4. the stencil and halo examples (hook off and on, checked against a host reference);
-#   5. the hook benchmark, --json into $OUT (when set) or the current directory.
+#   5. the hook benchmark (every shape hook off and on, ending with the never-slower summary),
+#      --json into $OUT (when set) or the current directory, and again with --contention (the
+#      program's other OpenMP threads busy on every other core) into hook_bench_contention.json.
 # Ends with "omp pack: N passed, M failed"; exits non-zero when anything failed.
 # A pack for LLVM 19 (RUNTIME says 19) runs with its bundle's ptxas on PATH (the runtime
 # compiles the programs' bitcode when they start) and its JIT-init library preloaded.
@@ -91,6 +93,12 @@ if [ -x "$here/bin/hook_bench_nvptx" ]; then
     rc=$?
     cat "$out/hook_bench.log"
     record $rc hook_bench
+    # shellcheck disable=SC2086
+    "$here/bin/hook_bench_nvptx" $bench_args --contention --json "$out/hook_bench_contention.json" \
+        >"$out/hook_bench_contention.log" 2>&1
+    rc=$?
+    grep -E '^never slower' "$out/hook_bench_contention.log"
+    record $rc hook_bench_contention
 fi
 echo "omp pack: $passed passed, $failed failed"
 [ "$failed" = 0 ]
