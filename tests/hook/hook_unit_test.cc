@@ -208,6 +208,15 @@ protected:
     {
         ob_hook_copy_reset_for_testing();
         fake().clear_injections();
+        unsetenv("OMPBATCH_BUS_KB");
+        ob_config_reload();
+    }
+    // Small staged levels over the bus (the default), or through device staging and a bulk
+    // copy with OMPBATCH_BUS_KB=0.
+    static void over_the_bus(bool bus)
+    {
+        setenv("OMPBATCH_BUS_KB", bus ? "1024" : "0", 1);
+        ob_config_reload();
     }
 };
 
@@ -253,36 +262,44 @@ TEST_F(HookCopy, WithoutTheDriverOnlyHostMemoryIsCopied)
     ob_driver_reload_for_testing();
 }
 
-// Pageable destinations: the pieces are gathered on the device, moved by one bulk copy into
-// pinned staging and unpacked, so the driver never writes the program's memory itself.
+// Pageable destinations: the pieces are gathered by the kernel into pinned staging (over the
+// bus, or into device staging and then one bulk copy) and unpacked, so the driver never writes
+// the program's memory itself.
 TEST_F(HookCopy, DeviceToHostPiecesArriveThroughReusedPinnedStaging)
 {
     Pieces p(48, 1);
     DeviceBuffer dev(p.total, 0);
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
-    for (int round = 0; round < 2; round++) {
-        std::vector<ob_hook_copy> copies;
-        std::vector<std::vector<unsigned char>> dst(p.sizes.size());
-        for (size_t i = 0; i < p.sizes.size(); i++) {
-            auto bytes = random_bytes(p.sizes[i], 77 + round * 100 + i);
-            std::memcpy(dev.ptr + p.offsets[i], bytes.data(), p.sizes[i]);
-            p.host[i] = bytes;
-            dst[i].assign(p.sizes[i] + 2, 0x5A); // poisoned, with a guard byte each side
-            copies.push_back({dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
+    for (bool bus : {true, false}) {
+        SCOPED_TRACE(bus ? "over the bus" : "bulk copy");
+        over_the_bus(bus);
+        long long launches = fake().call_count("cuLaunchKernel");
+        long long copies_before = fake().call_count("cuMemcpyAsync");
+        for (int round = 0; round < 2; round++) {
+            std::vector<ob_hook_copy> copies;
+            std::vector<std::vector<unsigned char>> dst(p.sizes.size());
+            for (size_t i = 0; i < p.sizes.size(); i++) {
+                auto bytes = random_bytes(p.sizes[i], 77 + round * 100 + i + bus * 1000);
+                std::memcpy(dev.ptr + p.offsets[i], bytes.data(), p.sizes[i]);
+                p.host[i] = bytes;
+                dst[i].assign(p.sizes[i] + 2, 0x5A); // poisoned, with a guard byte each side
+                copies.push_back(
+                    {dst[i].data() + 1, dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
+            }
+            ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
+                << ompbatch_last_error();
+            for (size_t i = 0; i < p.sizes.size(); i++) {
+                ASSERT_EQ(0, std::memcmp(dst[i].data() + 1, p.host[i].data(), p.sizes[i]))
+                    << "round " << round << " piece " << i;
+                EXPECT_EQ(0x5A, dst[i][0]);
+                EXPECT_EQ(0x5A, dst[i][p.sizes[i] + 1]);
+            }
+            // Gathered by one kernel a construct; a bulk copy into pinned staging unless over
+            // the bus; unpacked: the driver never copied into the pageable destinations.
+            EXPECT_EQ(round + 1, fake().call_count("cuLaunchKernel") - launches);
+            EXPECT_EQ(bus ? 0 : round + 1, fake().call_count("cuMemcpyAsync") - copies_before);
+            EXPECT_EQ(0u, fake().batch_record_count());
         }
-        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
-            << ompbatch_last_error();
-        for (size_t i = 0; i < p.sizes.size(); i++) {
-            ASSERT_EQ(0, std::memcmp(dst[i].data() + 1, p.host[i].data(), p.sizes[i]))
-                << "round " << round << " piece " << i;
-            EXPECT_EQ(0x5A, dst[i][0]);
-            EXPECT_EQ(0x5A, dst[i][p.sizes[i] + 1]);
-        }
-        // Gathered by the kernel, one bulk copy into pinned staging, unpacked: the driver never
-        // copied into the pageable destinations itself.
-        EXPECT_EQ(round + 1, fake().call_count("cuLaunchKernel"));
-        EXPECT_EQ(round + 1, fake().call_count("cuMemcpyAsync"));
-        EXPECT_EQ(0u, fake().batch_record_count());
     }
     EXPECT_EQ(1, fake().call_count("cuMemAllocHost")) << "the staging area is reused";
 }
@@ -303,6 +320,17 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
             copies.push_back({back[i].data(), dev.ptr + p.offsets[i], p.sizes[i], 0, nullptr});
         }
     }
+    // Over the bus one kernel scatters the packed pieces from pinned staging and gathers the
+    // others into it: no copy by the driver at all.
+    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, copies.data(), copies.size()))
+        << ompbatch_last_error();
+    EXPECT_EQ(1, fake().call_count("cuLaunchKernel"));
+    EXPECT_EQ(0, fake().call_count("cuMemcpyAsync"));
+    EXPECT_EQ(0u, fake().batch_record_count());
+    // Through device staging, both directions' bulk copies in one batch call.
+    over_the_bus(false);
+    for (size_t i = 1; i < p.sizes.size(); i += 2)
+        back[i].assign(p.sizes[i], 0x11);
     ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(1, nullptr, copies.data(), copies.size()))
         << ompbatch_last_error();
     // Both directions went through pinned staging: the driver saw none of the host buffers.
@@ -326,14 +354,16 @@ TEST_F(HookCopy, HostToDeviceAndMixedDirectionsAreByteExact)
     }
 }
 
-// Host-to-device pieces only: packed, one bulk copy as the construct's one batch call, one
-// scatter launch.
+// Host-to-device pieces only: packed and scattered by one launch, from pinned staging over the
+// bus, or after one bulk copy (the construct's one driver copy) into device staging.
 TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
 {
     Pieces p(37, 7);
     DeviceBuffer dev(p.total + 64, 0);
     ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 4; round++) {
+        bool bus = round < 2;
+        over_the_bus(bus);
         std::memset(dev.ptr, 0xE7, p.total + 64);
         std::vector<ob_hook_copy> copies;
         for (size_t i = 0; i < p.sizes.size(); i++) {
@@ -351,8 +381,9 @@ TEST_F(HookCopy, HostToDevicePiecesAreScatteredByTheKernel)
                 EXPECT_EQ(0xE7, dev.ptr[1 + p.offsets[i] + p.sizes[i] + g]) << "gap after " << i;
         }
     }
-    EXPECT_EQ(2, fake().call_count("cuLaunchKernel"));
-    // One bulk copy per construct, alone in its level: a cuMemcpyAsync, not a batch of one.
+    EXPECT_EQ(4, fake().call_count("cuLaunchKernel"));
+    // Over the bus none; else one bulk copy per construct, alone in its level: a
+    // cuMemcpyAsync, not a batch of one.
     EXPECT_EQ(2, fake().call_count("cuMemcpyAsync"));
     EXPECT_EQ(1, fake().call_count("cuModuleLoadData")) << "the module is loaded once";
     EXPECT_EQ(0u, fake().batch_record_count());
@@ -532,16 +563,26 @@ TEST_F(HookCopy, ADriverFailureIsReportedAndTheNextBatchWorks)
     std::vector<ob_hook_copy> copies;
     for (size_t i = 0; i < p.sizes.size(); i++)
         copies.push_back({dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i], 1, nullptr});
-    ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
-    ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
-    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
-    EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "CUDA_ERROR_INVALID_VALUE"))
-        << ompbatch_last_error();
-    std::memset(dev.ptr, 0, p.total);
-    ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
-        << ompbatch_last_error();
-    for (size_t i = 0; i < p.sizes.size(); i++)
-        EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
+    for (bool bus : {true, false}) {
+        SCOPED_TRACE(bus ? "over the bus: the kernel fails" : "bulk copy: the copy fails");
+        over_the_bus(bus);
+        if (bus) {
+            ASSERT_EQ(0, fake().inject_failure("cuLaunchKernel", 1, CUDA_ERROR_INVALID_VALUE));
+        } else {
+            ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+            ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_INVALID_VALUE));
+        }
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER,
+                  ob_hook_copy_run(0, nullptr, copies.data(), copies.size()));
+        EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "CUDA_ERROR_INVALID_VALUE"))
+            << ompbatch_last_error();
+        fake().clear_injections();
+        std::memset(dev.ptr, 0, p.total);
+        ASSERT_EQ(OMPBATCH_OK, ob_hook_copy_run(0, nullptr, copies.data(), copies.size()))
+            << ompbatch_last_error();
+        for (size_t i = 0; i < p.sizes.size(); i++)
+            EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
+    }
 }
 
 TEST_F(HookCopy, OutOfMemoryIsReportedAtEveryAllocation)
