@@ -518,12 +518,17 @@ static ob_hook_kind kind_of(const ob_construct *c)
     return strcmp(c->what, "region begin") == 0 ? OB_KIND_REGION_BEGIN : OB_KIND_REGION_END;
 }
 
-/* Each item's verdict, by kind of construct, for the statistics. */
+/* Each item's verdict, by kind of construct, for the statistics: tallied here first, so that
+ * a construct of many items costs one shared atomic add per verdict it has, not per item. */
 static void count_reasons(const ob_construct *c, const item *items, int32_t count)
 {
     ob_hook_kind kind = kind_of(c);
+    uint64_t tally[OB_REASON_COUNT] = {0};
     for (int32_t i = 0; i < count; i++)
-        ob_hook_add(&ob_hook_count.by_reason[kind][items[i].why], 1);
+        tally[items[i].why]++;
+    for (int r = 0; r < OB_REASON_COUNT; r++)
+        if (tally[r] != 0)
+            ob_hook_add(&ob_hook_count.by_reason[kind][r], tally[r]);
 }
 
 /* A split region's halves count as its items once (at its begin) and their copies as the
@@ -819,20 +824,20 @@ void ob_hook_update(const ob_construct *c)
             if (items[i].why == OB_REASON_NONE)
                 items[i].why = OB_REASON_FAILED;
     }
-    int32_t n = 0;
     size_t done = 0;
-    for (int32_t i = 0; i < a->count; i++) {
-        if (items[i].why == OB_REASON_NONE)
-            done++;
-        else
-            compact_item(a, i, &s.fwd, n++, a->types[i]);
-    }
+    for (int32_t i = 0; i < a->count; i++)
+        done += items[i].why == OB_REASON_NONE;
     log_construct(c, items, a->count, done);
     count_reasons(c, items, a->count);
     count_construct(c, a->count, &ob_hook_count.update_batched, done);
-    if (n == a->count) {
+    if (done == 0) {
         ob_hook_forward(c, a, 1);
-    } else if (n > 0) {
+    } else if (done < (size_t)a->count) {
+        /* The items the hook did not copy, in their order, go to the runtime. */
+        int32_t n = 0;
+        for (int32_t i = 0; i < a->count; i++)
+            if (items[i].why != OB_REASON_NONE)
+                compact_item(a, i, &s.fwd, n++, a->types[i]);
         s.fwd.count = n;
         ob_hook_forward(c, &s.fwd, 0);
     }
