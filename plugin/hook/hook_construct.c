@@ -96,6 +96,7 @@ typedef struct item {
     int strided;        /* update: a non-contiguous item the hook read */
     uintptr_t base;     /* update: a non-contiguous item's base, where its pieces start */
     ob_rect *rect;      /* update: its pieces as one rectangle, when they form one */
+    unsigned long memo_generation; /* update: its pieces are the strided memo's of then */
 } item;
 
 typedef struct scratch {
@@ -274,6 +275,12 @@ static struct {
     int64_t count;             /* dimensions; 0: nothing remembered */
     ob_strided_choice choice;  /* OMPBATCH_STRIDED when the pieces were chosen */
     ob_strided_pieces pieces;
+    unsigned long generation;  /* counts what was remembered: an item's pieces are these
+                                  while its memo_generation is this */
+    int rect_known;            /* the pieces' rectangle was worked out (ob_pieces_rect) */
+    int rect_found;            /* ... and they form one: */
+    ob_rect rect;
+    uint64_t rect_first;
 } strided_memo;
 
 /* The remembered pieces, copied into *out, when d is the remembered descriptor. */
@@ -293,29 +300,58 @@ static int strided_recall(const ob_non_contig *d, int64_t dims, size_t budget,
     return 1;
 }
 
-static void strided_remember(const ob_non_contig *d, int64_t dims, const ob_strided_pieces *p)
+/* Whether the item's pieces form a rectangle (ob_pieces_rect), worked out once for the
+ * remembered pieces: a loop's column update would walk its thousand pieces every step. */
+static int pieces_rect(const item *it, ob_rect *rect, uint64_t *first)
+{
+    int remembered = it->memo_generation != 0 && it->memo_generation == strided_memo.generation;
+    if (remembered && strided_memo.rect_known) {
+        *rect = strided_memo.rect;
+        *first = strided_memo.rect_first;
+        return strided_memo.rect_found;
+    }
+    int found = ob_pieces_rect(&it->pieces, rect, first);
+    if (remembered) {
+        strided_memo.rect_known = 1;
+        strided_memo.rect_found = found;
+        if (found) {
+            strided_memo.rect = *rect;
+            strided_memo.rect_first = *first;
+        }
+    }
+    return found;
+}
+
+/* Returns whether the memo now holds d's pieces. */
+static int strided_remember(const ob_non_contig *d, int64_t dims, const ob_strided_pieces *p)
 {
     strided_memo.count = 0;
-    if (dims > OB_PIECES_MAX_DIMS || p->count > OB_STRIDED_MEMO_MAX_PIECES)
-        return;
+    if (dims <= 0 || dims > OB_PIECES_MAX_DIMS || p->count > OB_STRIDED_MEMO_MAX_PIECES)
+        return 0;
     size_t bytes = (p->count + 1) * sizeof(ob_strided_piece);
     ob_strided_piece *kept = ob_realloc(strided_memo.pieces.at, bytes);
     if (kept == NULL)
-        return;
+        return 0;
     memcpy(kept, p->at, bytes - sizeof(ob_strided_piece));
     memcpy(strided_memo.dims, d, (size_t)dims * sizeof(*d));
     strided_memo.pieces = (ob_strided_pieces){kept, p->count};
     strided_memo.choice = ob_config_get()->strided;
     strided_memo.count = dims;
+    strided_memo.generation++;
+    strided_memo.rect_known = 0;
+    return 1;
 }
 
 /* The pieces of a descriptor the hook may copy, as plan_strided chooses them below; 0 when
- * there are none, with *why set when a reason is known. */
+ * there are none, with *why set when a reason is known. *memo: the strided memo holds them. */
 static int choose_pieces(const ob_non_contig *d, int64_t dims, size_t budget,
-                         ob_strided_pieces *chosen, ob_hook_reason *why)
+                         ob_strided_pieces *chosen, ob_hook_reason *why, int *memo)
 {
-    if (dims > 0 && strided_recall(d, dims, budget, chosen))
+    *memo = 0;
+    if (dims > 0 && strided_recall(d, dims, budget, chosen)) {
+        *memo = 1;
         return 1;
+    }
     ob_strided_pieces runtime, spec;
     if (ob_pieces_runtime(d, dims, budget, &runtime) != OB_PIECES_OK)
         return 0;
@@ -325,7 +361,7 @@ static int choose_pieces(const ob_non_contig *d, int64_t dims, size_t budget,
         if (spec_status != OB_PIECES_OK)
             return 0;
         *chosen = spec;
-        strided_remember(d, dims, chosen);
+        *memo = strided_remember(d, dims, chosen);
         return 1;
     }
     int same = 0;
@@ -347,7 +383,7 @@ static int choose_pieces(const ob_non_contig *d, int64_t dims, size_t budget,
         return 0;
     }
     *chosen = runtime;
-    strided_remember(d, dims, chosen);
+    *memo = strided_remember(d, dims, chosen);
     return 1;
 }
 
@@ -356,8 +392,11 @@ static void plan_strided(const ob_map_args *a, int32_t i, item *it, size_t *budg
     const ob_non_contig *d = a->begins[i];
     int64_t dims = a->sizes[i];
     ob_strided_pieces chosen;
-    if (!choose_pieces(d, dims, *budget, &chosen, &it->why))
+    int memo = 0;
+    if (!choose_pieces(d, dims, *budget, &chosen, &it->why, &memo))
         return;
+    if (memo)
+        it->memo_generation = strided_memo.generation;
     uintptr_t base = (uintptr_t)a->bases[i];
     uint64_t low = UINT64_MAX, high = 0;
     for (size_t k = 0; k < chosen.count; k++) {
@@ -650,7 +689,7 @@ static size_t strided_rect(const ob_mirror_entry *whole, item *it, ob_hook_copy 
 {
     ob_rect rect;
     uint64_t first;
-    if (!ob_pieces_rect(&it->pieces, &rect, &first) ||
+    if (!pieces_rect(it, &rect, &first) ||
         !ob_batch_rect_goes_whole(rect.runs, rect.src.dims > 0 ? rect.src.run : rect.bytes,
                                   rect.bytes))
         return 0;
