@@ -769,6 +769,9 @@ static void remember_keys(ompbatch_batch *batch)
     batch->current.keys = batch->added;
     batch->current.capacity = batch->added_capacity;
     batch->current.count = batch->count;
+    batch->current.hash = ob_plan_cache_fits(batch->count)
+                              ? ob_plan_keys_hash(batch->added, batch->count)
+                              : 0;
     batch->added = keys;
     batch->added_capacity = capacity;
     batch->replaying = 0; /* settled by the plan (or, after a failure, never to be reused) */
@@ -827,13 +830,16 @@ static void update_stats(ompbatch_batch *batch)
     }
 }
 
-/* The batch's plan (with its keys) and the slot's trade places. */
-static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot)
+/* The batch's plan (with its keys) and the slot's trade places; the plan going into the slot
+ * stays valid only if `keep` and the slot is of its size's class. */
+static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot, int keep)
 {
     ob_cached_plan kept = batch->current;
     batch->current = *slot;
     *slot = kept;
-    ob_plan_cache_touch(&batch->plans, slot);
+    if (!keep || !ob_plan_cache_slot_takes(&batch->plans, slot, slot->count))
+        slot->valid = 0; /* its arrays stay for reuse, not its plan */
+    ob_plan_cache_placed(&batch->plans, slot);
 }
 
 /* Finds the added copies' plan among the kept ones and makes it the batch's, keeping the
@@ -842,15 +848,28 @@ static int take_kept_plan(ompbatch_batch *batch)
 {
     if (!ob_plan_cache_fits(batch->count) || settle_keys(batch) != OMPBATCH_OK)
         return 0;
-    ob_cached_plan *slot =
-        ob_plan_cache_find(&batch->plans, batch->added, batch->count, ob_config_generation());
+    uint64_t hash = ob_plan_keys_hash(batch->added, batch->count);
+    ob_cached_plan *slot = ob_plan_cache_find(&batch->plans, batch->added, batch->count, hash,
+                                              ob_config_generation());
     if (slot == NULL)
         return 0;
-    int keep = ob_plan_cache_fits(batch->current.count) && batch->planned_rect_count == 0;
-    swap_with_slot(batch, slot);
+    int keep = batch->current.valid && ob_plan_cache_fits(batch->current.count) &&
+               batch->planned_rect_count == 0;
+    if (keep && !ob_plan_cache_slot_takes(&batch->plans, slot, batch->current.count)) {
+        /* The batch's plan is of the other class: it goes to a slot of its own class, whose
+         * occupant gives its arrays to the found plan's slot. */
+        ob_cached_plan *own = ob_plan_cache_victim(&batch->plans, batch->current.count);
+        ob_cached_plan evicted = *own;
+        *own = batch->current;
+        ob_plan_cache_placed(&batch->plans, own);
+        batch->current = *slot;
+        *slot = evicted;
+        slot->valid = 0;
+        ob_plan_cache_placed(&batch->plans, slot);
+    } else {
+        swap_with_slot(batch, slot, keep);
+    }
     batch->planned_rect_count = 0; /* kept plans have none */
-    if (!keep)
-        slot->valid = 0; /* its arrays stay for reuse, not its plan */
     return 1;
 }
 
@@ -859,16 +878,20 @@ static int plan_and_run(ompbatch_batch *batch)
     int status = OMPBATCH_OK;
     batch->plan_reused = keys_match(batch) || take_kept_plan(batch);
     if (!batch->plan_reused) {
-        /* The plan about to be replaced is kept; the slot's old one gives its arrays. */
-        if (batch->current.valid && ob_plan_cache_fits(batch->current.count) &&
-            batch->planned_rect_count == 0)
-            swap_with_slot(batch, ob_plan_cache_victim(&batch->plans));
-        uint64_t started = ob_phase_start();
-        batch->current.config = ob_config_generation();
-        status = plan_copies(batch, 1);
-        remember_keys(batch);
-        batch->current.valid = status == OMPBATCH_OK && remember_rects(batch);
-        ob_phase_end(OB_PHASE_PLAN, started);
+        /* The plan about to be replaced is kept; the slot's old one gives its arrays. A
+         * refill still replaying reads its copies from the plan's keys: written out first. */
+        if (batch->current.valid &&
+            ob_plan_cache_worth_keeping(&batch->plans, batch->current.count) &&
+            batch->planned_rect_count == 0 && (status = settle_keys(batch)) == OMPBATCH_OK)
+            swap_with_slot(batch, ob_plan_cache_victim(&batch->plans, batch->current.count), 1);
+        if (status == OMPBATCH_OK) {
+            uint64_t started = ob_phase_start();
+            batch->current.config = ob_config_generation();
+            status = plan_copies(batch, 1);
+            remember_keys(batch);
+            batch->current.valid = status == OMPBATCH_OK && remember_rects(batch);
+            ob_phase_end(OB_PHASE_PLAN, started);
+        }
     }
     if (status == OMPBATCH_OK) {
         ob_log(2, "device %d: %zu copies -> %zu planned, %zu step(s), %zu attribute group(s)",

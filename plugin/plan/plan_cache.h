@@ -1,19 +1,36 @@
 /* Plans a batch built for earlier sets of copies, kept so that a submit coming back to one of
  * them reuses it instead of planning again: one thread's hook batch serves every construct of
- * a loop in turn (a halo's columns from and to, a kernel's checks between them), and a plan of
- * a thousand strided pieces costs tens of microseconds to build. */
+ * a loop in turn (a halo's columns from and to, a kernel's checks between them, the 64
+ * updates of a time step), and a plan of a thousand strided pieces costs tens of microseconds
+ * to build, one of 16 pieces a few.
+ *
+ * Two classes of slots, each given up least recently used first: a few for large plans,
+ * which hold much memory each, and many for small ones (fewer than OB_PLAN_CACHE_SMALL_BELOW
+ * copies), so that a loop of many small constructs finds each of them again. A plan is looked
+ * for by the hash of its copies' keys, kept beside the slots in an array of its own: looking
+ * through a hundred of them costs less than planning a construct of a few copies. */
 #ifndef OMPBATCH_PLUGIN_PLAN_CACHE_H
 #define OMPBATCH_PLUGIN_PLAN_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plugin/plan/copy.h"
 #include "plugin/plan/plan.h"
 
-#define OB_PLAN_CACHE_SLOTS 8
-/* Smaller plans are built faster than their keys are compared; larger ones would hold too
- * much memory eight times over. */
-#define OB_PLAN_CACHE_MIN_COPIES 32
+#define OB_PLAN_CACHE_LARGE_SLOTS 8
+#define OB_PLAN_CACHE_SMALL_SLOTS 128
+#define OB_PLAN_CACHE_SLOTS (OB_PLAN_CACHE_LARGE_SLOTS + OB_PLAN_CACHE_SMALL_SLOTS)
+/* Plans of fewer copies are small; two or three copies are planned about as fast as they are
+ * looked up and kept (a construct of two items, 0.25 us on the build machine). */
+#define OB_PLAN_CACHE_SMALL_BELOW 32
+#define OB_PLAN_CACHE_MIN_COPIES 4
+/* After this many small plans in a row were not found, only every OB_PLAN_CACHE_SPARSE_KEEP-th
+ * is kept until one is found again: a program whose small constructs never come back (new
+ * memory every time, or more of them than slots) would otherwise pay for keeping each plan,
+ * and plan the next one into the cold arrays of the slot it gave up. */
+#define OB_PLAN_CACHE_GIVE_UP 256
+#define OB_PLAN_CACHE_SPARSE_KEEP 16
 #define OB_PLAN_CACHE_MAX_COPIES 65536
 
 typedef struct ob_cached_plan {
@@ -21,29 +38,49 @@ typedef struct ob_cached_plan {
     ob_copy_key *keys;     /* the copies the plan was built from */
     size_t count;
     size_t capacity;       /* of keys */
+    uint64_t hash;         /* ob_plan_keys_hash of keys[0, count) */
     unsigned long config;  /* ob_config_generation when it was built */
-    unsigned long used;    /* the cache's clock when it was last kept or found */
     int valid;             /* a plan of keys[0, count) nothing has made stale */
 } ob_cached_plan;
 
 typedef struct ob_plan_cache {
-    ob_cached_plan slots[OB_PLAN_CACHE_SLOTS];
+    ob_cached_plan slots[OB_PLAN_CACHE_SLOTS]; /* the large class first */
+    unsigned long small_misses; /* small plans looked for and not found since one was */
+    /* Of each slot as last placed: its plan's hash (0 when not valid) and when it was used,
+     * side by side so that a search reads little memory. */
+    uint64_t hashes[OB_PLAN_CACHE_SLOTS];
+    unsigned long used[OB_PLAN_CACHE_SLOTS];
     unsigned long clock;
 } ob_plan_cache;
 
-/* Whether a plan of `count` copies is worth a slot. */
+/* The hash of a set of copies (never 0). */
+uint64_t ob_plan_keys_hash(const ob_copy_key *keys, size_t count);
+
+/* Whether a plan of `count` copies is worth looking for. */
 int ob_plan_cache_fits(size_t count);
 
-/* The slot holding a valid plan of exactly keys[0, count) built under `config`, or NULL. */
+/* Whether the batch's plan of `count` copies, about to be replaced, is worth a slot: it fits,
+ * and small plans have been found lately (or it is a sparse one's turn). */
+int ob_plan_cache_worth_keeping(const ob_plan_cache *cache, size_t count);
+
+/* The slot holding a valid plan of exactly keys[0, count) (whose hash is `hash`) built under
+ * `config`, or NULL. */
 ob_cached_plan *ob_plan_cache_find(ob_plan_cache *cache, const ob_copy_key *keys, size_t count,
-                                   unsigned long config);
+                                   uint64_t hash, unsigned long config);
 
-/* The slot a plan being kept goes to: an empty or stale one, else the least recently used.
- * Its contents are the caller's to overwrite (their arrays are reused). */
-ob_cached_plan *ob_plan_cache_victim(ob_plan_cache *cache);
+/* The slot a plan of `count` copies being kept goes to: an empty or stale one of its class,
+ * else the class's least recently used. Its contents are the caller's to overwrite (their
+ * arrays are reused). */
+ob_cached_plan *ob_plan_cache_victim(ob_plan_cache *cache, size_t count);
 
-/* Marks the slot as just used. */
-void ob_plan_cache_touch(ob_plan_cache *cache, ob_cached_plan *slot);
+/* Whether a plan of `count` copies may stay valid in the slot (the slot is of its class). */
+int ob_plan_cache_slot_takes(const ob_plan_cache *cache, const ob_cached_plan *slot,
+                             size_t count);
+
+/* After the caller put a plan (valid or not) into the slot, or found it there: marks it just
+ * used, and frees the arrays of a small slot sized for a large plan, so that the small slots
+ * hold little memory whatever passed through them (the slot is then empty). */
+void ob_plan_cache_placed(ob_plan_cache *cache, ob_cached_plan *slot);
 
 /* Every kept plan becomes stale: the memory they were planned for may be gone. */
 void ob_plan_cache_invalidate(ob_plan_cache *cache);

@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "plugin/core/alloc.h"
+#include "plugin/plan/plan_cache.h"
 #include "plugin/cuda/omp_runtime.h"
 }
 
@@ -711,12 +712,15 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
 
 // A batch keeps the plans of earlier copy sets (plan_cache.h): submits that cycle through up
 // to nine sets of 32 copies or more (the batch's own plan and eight kept) reuse every plan
-// after the first round; ten sets in turn always evict the one coming next; smaller sets are
-// not kept; forgetting memory drops every kept plan. Each round's bytes are checked.
+// after the first round; ten sets in turn always evict the one coming next. Sets of 4 to 31
+// copies have 128 slots of their own: 129 of them in turn are all reused, 130 evict each
+// other (and make the batch keep few plans until one is found again), and none of that evicts
+// a large set's plan; a single copy is not kept. Forgetting memory drops every kept plan.
+// Each round's bytes are checked.
 TEST(Refill, PlansOfEarlierCopySetsAreKept)
 {
     const size_t piece = 40, stride = 64;
-    std::vector<unsigned char> src = random_bytes(64 * stride * 20 + 64, 91);
+    std::vector<unsigned char> src = random_bytes(64 * stride * 340 + 64, 91);
     std::vector<unsigned char> dst(src.size());
     uint64_t salt = 92;
     Batch batch;
@@ -745,15 +749,44 @@ TEST(Refill, PlansOfEarlierCopySetsAreKept)
     for (int round = 0; round < 2; round++)
         for (size_t set = 10; set < 20; set++)
             EXPECT_EQ(0u, run(set, 64)) << "ten new sets evict each other, set " << set;
+    // Eight large sets kept (the batch's own plan is then the last small set's).
+    for (size_t set = 0; set < 9; set++)
+        run(set, 64);
+    for (int round = 0; round < 3; round++)
+        for (size_t set = 20; set < 149; set++)
+            EXPECT_EQ(round > 0 ? 1u : 0u, run(set, 4 + set % 28))
+                << "129 small sets, round " << round << ", set " << set;
+    for (size_t set = 1; set < 9; set++)
+        EXPECT_EQ(1u, run(set, 64)) << "large set " << set << " kept beside the small ones";
+    // 130 small sets in turn evict each other, until OB_PLAN_CACHE_GIVE_UP misses in a row
+    // make the batch keep only a few plans (and evict no more).
     for (int round = 0; round < 2; round++)
-        for (size_t set = 0; set < 3; set++)
-            EXPECT_EQ(0u, run(set, 31)) << "31 copies are not kept, set " << set;
+        for (size_t set = 200; set < 330; set++) {
+            uint64_t reused = run(set, 31);
+            if (round * 130 + (set - 200) < OB_PLAN_CACHE_GIVE_UP) {
+                EXPECT_EQ(0u, reused) << "130 small sets evict each other, set " << set;
+            }
+        }
+    // Three sets in turn after that are kept again once one of them is found.
+    for (int round = 0; round < 19; round++)
+        for (size_t set = 150; set < 153; set++)
+            run(set, 10);
+    for (size_t set = 150; set < 153; set++)
+        EXPECT_EQ(1u, run(set, 10)) << "three small sets found again, set " << set;
+    // One copy: reused only as the batch's own last plan, never kept.
+    EXPECT_EQ(0u, run(140, 1));
+    EXPECT_EQ(1u, run(140, 1)) << "the batch's own plan";
+    EXPECT_EQ(0u, run(141, 1));
+    EXPECT_EQ(0u, run(140, 1)) << "a single copy is not kept";
     for (size_t set = 0; set < 3; set++)
         run(set, 64);
+    run(3, 5);
     EXPECT_EQ(1u, run(0, 64)) << "kept";
+    EXPECT_EQ(1u, run(3, 5)) << "kept";
     ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_forget_memory(batch.b));
     for (size_t set = 1; set < 3; set++)
         EXPECT_EQ(0u, run(set, 64)) << "forgotten, set " << set;
+    EXPECT_EQ(0u, run(3, 5)) << "forgotten, small set";
 }
 
 // Every allocation of a host batch's life fails in turn: each run either completes with the

@@ -10,6 +10,7 @@
 extern "C" {
 #include "plugin/plan/levels.h"
 #include "plugin/plan/plan.h"
+#include "plugin/plan/plan_cache.h"
 #include "plugin/plan/route.h"
 }
 
@@ -263,3 +264,142 @@ TEST(PlanDescribe, NamesLevelsStepsAndMerges)
 }
 
 }  // namespace
+
+// ---- the plan cache -----------------------------------------------------------------------
+
+namespace {
+
+std::vector<ob_copy_key> keys_of(size_t count, uintptr_t base)
+{
+    std::vector<ob_copy_key> keys(count);
+    std::memset(keys.data(), 0, count * sizeof(ob_copy_key));
+    for (size_t i = 0; i < count; i++) {
+        keys[i].dst = base + 4096 * i;
+        keys[i].src = base + 4096 * i + (1u << 30);
+        keys[i].bytes = 100 + i;
+    }
+    return keys;
+}
+
+// Puts a valid plan of these keys into the slot the cache picks, as the batch does.
+ob_cached_plan *keep(ob_plan_cache *cache, const std::vector<ob_copy_key> &keys,
+                     size_t plan_capacity = 0)
+{
+    ob_cached_plan *slot = ob_plan_cache_victim(cache, keys.size());
+    size_t bytes = keys.size() * sizeof(ob_copy_key);
+    slot->keys = static_cast<ob_copy_key *>(std::realloc(slot->keys, bytes));
+    std::memcpy(slot->keys, keys.data(), bytes);
+    slot->count = slot->capacity = keys.size();
+    size_t want = plan_capacity > 0 ? plan_capacity : keys.size();
+    if (slot->plan.capacity < want) {
+        slot->plan.copies = static_cast<ob_copy *>(std::realloc(slot->plan.copies,
+                                                                 want * sizeof(ob_copy)));
+        slot->plan.capacity = want;
+    }
+    slot->hash = ob_plan_keys_hash(keys.data(), keys.size());
+    slot->config = 0;
+    slot->valid = 1;
+    ob_plan_cache_placed(cache, slot);
+    return slot;
+}
+
+ob_cached_plan *find(ob_plan_cache *cache, const std::vector<ob_copy_key> &keys)
+{
+    return ob_plan_cache_find(cache, keys.data(), keys.size(),
+                              ob_plan_keys_hash(keys.data(), keys.size()), 0);
+}
+
+} // namespace
+
+// Hashes tell different sets apart (the sampled ones of large sets too) and are never 0.
+TEST(PlanCache, HashesDifferForDifferentKeysAndSampleLargeSets)
+{
+    auto a = keys_of(16, 1 << 20), b = keys_of(16, 1 << 20);
+    b[7].bytes++;
+    EXPECT_NE(ob_plan_keys_hash(a.data(), 16), ob_plan_keys_hash(b.data(), 16));
+    EXPECT_NE(ob_plan_keys_hash(a.data(), 16), ob_plan_keys_hash(a.data(), 15));
+    EXPECT_NE(0u, ob_plan_keys_hash(nullptr, 0));
+    // A large set's first and last 64 keys and every 64th between are hashed, not the others:
+    // a difference elsewhere is found by comparing the keys.
+    auto big = keys_of(5000, 1 << 20), near = big, far = big;
+    near[100].bytes++;
+    far[128].bytes++; // 128 = 2 x 64: sampled
+    EXPECT_EQ(ob_plan_keys_hash(big.data(), big.size()),
+              ob_plan_keys_hash(near.data(), near.size()));
+    EXPECT_NE(ob_plan_keys_hash(big.data(), big.size()),
+              ob_plan_keys_hash(far.data(), far.size()));
+    ob_plan_cache cache;
+    std::memset(&cache, 0, sizeof(cache));
+    keep(&cache, big);
+    EXPECT_NE(nullptr, find(&cache, big));
+    EXPECT_EQ(nullptr, find(&cache, near)) << "same hash, other keys";
+    ob_plan_cache_free(&cache);
+}
+
+// Small and large plans have slots of their own: no number of small plans evicts a large
+// one. Each class gives up its least recently used plan first (a plan found counts as used);
+// a small slot never keeps a large plan's arrays.
+TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
+{
+    ob_plan_cache cache;
+    std::memset(&cache, 0, sizeof(cache));
+    std::vector<std::vector<ob_copy_key>> large, small;
+    for (size_t k = 0; k < OB_PLAN_CACHE_LARGE_SLOTS + 1; k++)
+        large.push_back(keys_of(64, (k + 1) << 24));
+    for (auto &keys : large)
+        keep(&cache, keys);
+    EXPECT_EQ(nullptr, find(&cache, large[0])) << "the least recently used large plan";
+    for (size_t k = 1; k < large.size(); k++)
+        EXPECT_NE(nullptr, find(&cache, large[k])) << "large plan " << k;
+    for (size_t k = 0; k < OB_PLAN_CACHE_SMALL_SLOTS + 5; k++)
+        small.push_back(keys_of(4 + k % 27, (k + 100) << 24));
+    for (auto &keys : small)
+        keep(&cache, keys);
+    for (size_t k = 1; k < large.size(); k++)
+        EXPECT_NE(nullptr, find(&cache, large[k])) << "large plan " << k << " after small ones";
+    for (size_t k = 0; k < small.size(); k++) {
+        ob_cached_plan *slot = find(&cache, small[k]);
+        EXPECT_EQ(k >= 5, slot != nullptr) << "small plan " << k;
+        if (slot != nullptr) {
+            EXPECT_GE(slot - cache.slots, OB_PLAN_CACHE_LARGE_SLOTS);
+        }
+    }
+    // small[5] is the oldest now; found and marked used, it stays and small[6] goes.
+    ob_plan_cache_placed(&cache, find(&cache, small[5]));
+    keep(&cache, keys_of(7, 999u << 24));
+    EXPECT_NE(nullptr, find(&cache, small[5]));
+    EXPECT_EQ(nullptr, find(&cache, small[6]));
+    EXPECT_FALSE(ob_plan_cache_fits(3));
+    EXPECT_TRUE(ob_plan_cache_fits(4));
+    // Small plans not found many times in a row: only every so many is worth a slot, until
+    // one is found; large ones always are.
+    EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 5));
+    cache.small_misses = OB_PLAN_CACHE_GIVE_UP + 1;
+    EXPECT_FALSE(ob_plan_cache_worth_keeping(&cache, 5));
+    EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 64));
+    cache.small_misses = OB_PLAN_CACHE_GIVE_UP + OB_PLAN_CACHE_SPARSE_KEEP;
+    EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 5));
+    EXPECT_EQ(nullptr, find(&cache, keys_of(5, 777u << 24)));
+    EXPECT_EQ(OB_PLAN_CACHE_GIVE_UP + OB_PLAN_CACHE_SPARSE_KEEP + 1, cache.small_misses);
+    EXPECT_NE(nullptr, find(&cache, small[5]));
+    EXPECT_EQ(0u, cache.small_misses);
+    // A small plan whose arrays were grown for a large one: placed in a small slot, its
+    // arrays are freed and the slot is empty.
+    auto lean = keys_of(3, 900u << 24);
+    ob_cached_plan *slot = keep(&cache, lean, 4096);
+    EXPECT_FALSE(slot->valid);
+    EXPECT_EQ(nullptr, slot->plan.copies);
+    EXPECT_EQ(nullptr, slot->keys);
+    EXPECT_EQ(nullptr, find(&cache, lean));
+    // A plan may stay valid only in a slot of its class; one copy is never kept.
+    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], 5));
+    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], 32));
+    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 31));
+    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 32));
+    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 3));
+    ob_plan_cache_invalidate(&cache);
+    for (size_t k = 1; k < large.size(); k++)
+        EXPECT_EQ(nullptr, find(&cache, large[k]));
+    EXPECT_EQ(nullptr, find(&cache, small[10]));
+    ob_plan_cache_free(&cache);
+}
