@@ -4,6 +4,7 @@
 // in tests/hook.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +83,55 @@ TEST_F(Mirror, InsertReplacesOverlappingEntriesAndKeepsOrder)
     EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 30, 35, nullptr));
     EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, 140, 145, nullptr));
     EXPECT_EQ(50u - 10u + 1u, ob_mirror_count(kDevice)); // 40, 50, ..., 130 replaced
+}
+
+// Looks that start where the last one succeeded (the same entry, the next) answer exactly as a
+// search would, whatever was inserted or dropped since: every lookup is compared with a model
+// of the entries, over random inserts, drops and lookups in ascending runs and at random.
+TEST_F(Mirror, LookupsFromTheLastEntryFoundMatchAModel)
+{
+    TestRng rng(test_seed() + 71);
+    std::vector<std::pair<uintptr_t, uintptr_t>> model; // [begin, end), disjoint
+    auto model_find = [&](uintptr_t b, uintptr_t e, uintptr_t *device) {
+        int overlaps = 0;
+        for (auto &m : model) {
+            if (m.first <= b && e <= m.second) {
+                *device = 0x100000 + m.first;
+                return OB_MIRROR_INSIDE;
+            }
+            overlaps += m.first < e && b < m.second;
+        }
+        return overlaps > 0 ? OB_MIRROR_PARTIAL : OB_MIRROR_ABSENT;
+    };
+    for (int step = 0; step < 4000; step++) {
+        unsigned what = rng() % 10;
+        uintptr_t b = 64 * (rng() % 512), e = b + 64 * (1 + rng() % 4);
+        if (what == 0) {
+            ASSERT_EQ(0, insert(kDevice, entry(b, e, 0x100000 + b)));
+            model.erase(std::remove_if(model.begin(), model.end(),
+                                       [&](auto &m) { return m.first < e && b < m.second; }),
+                        model.end());
+            model.push_back({b, e});
+        } else if (what == 1) {
+            ob_mirror_drop_range(kDevice, b, e);
+            model.erase(std::remove_if(model.begin(), model.end(),
+                                       [&](auto &m) { return m.first < e && b < m.second; }),
+                        model.end());
+        } else {
+            // An ascending run of lookups, as a construct's items in allocation order.
+            for (int k = 0; k < 8; k++, b += 64 * (1 + rng() % 3)) {
+                uintptr_t end = b + 1 + rng() % 64, want_device = 0, got_device = 0;
+                ob_mirror_entry *found = nullptr;
+                ob_mirror_found got = ob_mirror_find(kDevice, b, end, &found);
+                ASSERT_EQ(model_find(b, end, &want_device), got) << "step " << step << " at " << b;
+                if (got == OB_MIRROR_INSIDE) {
+                    got_device = found->device;
+                    ASSERT_EQ(want_device, got_device) << "step " << step << " at " << b;
+                }
+            }
+        }
+        ASSERT_EQ(model.size(), ob_mirror_count(kDevice));
+    }
 }
 
 TEST_F(Mirror, DropsEveryEntryARangeTouches)
