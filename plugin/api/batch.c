@@ -761,17 +761,18 @@ static int keys_match(const ompbatch_batch *batch)
 }
 
 /* The added copies become the keys of the plan just built from them: the two arrays trade
- * places, and the next fill writes over the old keys. */
-static void remember_keys(ompbatch_batch *batch)
+ * places, and the next fill writes over the old keys. `hash`: theirs, when the search for a
+ * kept plan worked it out already, else 0. */
+static void remember_keys(ompbatch_batch *batch, uint64_t hash)
 {
     ob_copy_key *keys = batch->current.keys;
     size_t capacity = batch->current.capacity;
+    if (hash == 0 && ob_plan_cache_fits(batch->count))
+        hash = ob_plan_keys_hash(batch->added, batch->count);
     batch->current.keys = batch->added;
     batch->current.capacity = batch->added_capacity;
     batch->current.count = batch->count;
-    batch->current.hash = ob_plan_cache_fits(batch->count)
-                              ? ob_plan_keys_hash(batch->added, batch->count)
-                              : 0;
+    batch->current.hash = hash;
     batch->added = keys;
     batch->added_capacity = capacity;
     batch->replaying = 0; /* settled by the plan (or, after a failure, never to be reused) */
@@ -843,13 +844,15 @@ static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot, int keep
 }
 
 /* Finds the added copies' plan among the kept ones and makes it the batch's, keeping the
- * batch's own in its place. Returns whether it did. */
-static int take_kept_plan(ompbatch_batch *batch)
+ * batch's own in its place. Returns whether it did; *hash: the copies' hash when it was
+ * worked out, else 0. */
+static int take_kept_plan(ompbatch_batch *batch, uint64_t *hash)
 {
+    *hash = 0;
     if (!ob_plan_cache_fits(batch->count) || settle_keys(batch) != OMPBATCH_OK)
         return 0;
-    uint64_t hash = ob_plan_keys_hash(batch->added, batch->count);
-    ob_cached_plan *slot = ob_plan_cache_find(&batch->plans, batch->added, batch->count, hash,
+    *hash = ob_plan_keys_hash(batch->added, batch->count);
+    ob_cached_plan *slot = ob_plan_cache_find(&batch->plans, batch->added, batch->count, *hash,
                                               ob_config_generation());
     if (slot == NULL)
         return 0;
@@ -876,7 +879,8 @@ static int take_kept_plan(ompbatch_batch *batch)
 static int plan_and_run(ompbatch_batch *batch)
 {
     int status = OMPBATCH_OK;
-    batch->plan_reused = keys_match(batch) || take_kept_plan(batch);
+    uint64_t hash = 0;
+    batch->plan_reused = keys_match(batch) || take_kept_plan(batch, &hash);
     if (!batch->plan_reused) {
         /* The plan about to be replaced is kept; the slot's old one gives its arrays. A
          * refill still replaying reads its copies from the plan's keys: written out first. */
@@ -888,7 +892,7 @@ static int plan_and_run(ompbatch_batch *batch)
             uint64_t started = ob_phase_start();
             batch->current.config = ob_config_generation();
             status = plan_copies(batch, 1);
-            remember_keys(batch);
+            remember_keys(batch, hash);
             batch->current.valid = status == OMPBATCH_OK && remember_rects(batch);
             ob_phase_end(OB_PHASE_PLAN, started);
         }
