@@ -148,8 +148,9 @@ int Workload(Buffers &b, uint64_t seed, std::string *why)
     return HostAndAcrossGpus(b, why);
 }
 
-// One injection: the pass (0 polling waits, 1 blocking waits, 2 the v12080 batch form), the
-// entry point, its nth call, and the result it fails with.
+// One injection: the pass (0 polling waits, 1 blocking waits with every staged level through
+// device staging and a bulk copy, 2 the v12080 batch form), the entry point, its nth call, and
+// the result it fails with.
 struct Fault {
     int pass;
     const char *site;
@@ -169,7 +170,7 @@ std::vector<Fault> AllFaults()
     return faults;
 }
 
-const char *const kPassNames[] = {"Polling", "Blocking", "V12080"};
+const char *const kPassNames[] = {"Polling", "BlockingBulk", "V12080"};
 
 // What the whole sweep saw, printed at the end (docs/testing.md's reliability figures) and
 // checked there: most call sites must be reached by the workload.
@@ -196,7 +197,8 @@ public:
             if (!t.sites_hit.count(site))
                 missed += std::string(" ") + site;
         std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 "
-                    "passes: polling waits, blocking waits, the v12080 batch form); %zu call "
+                    "passes: polling waits, blocking waits and bulk copies, the v12080 batch "
+                    "form); %zu call "
                     "sites reached: %zu faults surfaced as errors, %zu routed around; %zu "
                     "injections not reached by the workload; entry points it never calls:%s\n",
                     t.tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), t.sites_hit.size(),
@@ -217,8 +219,11 @@ protected:
         FakeDriver::SetUp();
         const Fault &f = GetParam();
         unsetenv("OMPBATCH_WAIT_POLL_US");
-        if (f.pass == 1)
+        unsetenv("OMPBATCH_BUS_KB");
+        if (f.pass == 1) {
             setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+            setenv("OMPBATCH_BUS_KB", "0", 1);
+        }
         if (f.pass == 2) {
             load(13000, "12080");
         } else {
@@ -228,6 +233,7 @@ protected:
     void TearDown() override
     {
         unsetenv("OMPBATCH_WAIT_POLL_US");
+        unsetenv("OMPBATCH_BUS_KB");
         ob_driver_reload_for_testing();
         FakeDriver::TearDown();
     }
