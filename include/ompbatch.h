@@ -578,7 +578,7 @@ typedef enum ompbatch_path {
     OMPBATCH_PATH_PER_COPY = 2,  /* one cuMemcpyAsync per copy */
     OMPBATCH_PATH_HOST = 4,      /* memcpy on the host backend */
     OMPBATCH_PATH_KERNEL = 8,    /* the library's copy kernel (staged strategy) */
-    OMPBATCH_PATH_STAGED = 16    /* CPU pack or unpack through pinned staging + one bulk copy */
+    OMPBATCH_PATH_STAGED = 16    /* CPU pack or unpack through pinned staging */
 } ompbatch_path;
 
 /* Every field of ompbatch_stats after struct_size, in order: COUNT(field) for a uint64_t
