@@ -76,7 +76,8 @@ struct ompbatch_batch {
      * again. `valid`: the plan belongs to its keys and nothing made it stale. */
     ob_cached_plan current;
     int plan_reused;          /* the last submit reused it */
-    ob_plan_cache plans;      /* earlier plans, for submits that come back to their copies */
+    ob_plan_cache *plans;     /* earlier plans, for submits that come back to their copies
+                                 (NULL until one is kept) */
     /* Where the device's cost model comes from (cost_models.c for every batch but the
      * calibration's own, which force their strategy); NULL: planned without one. */
     ob_cost_models_fn cost_models;
@@ -838,9 +839,9 @@ static void swap_with_slot(ompbatch_batch *batch, ob_cached_plan *slot, int keep
     ob_cached_plan kept = batch->current;
     batch->current = *slot;
     *slot = kept;
-    if (!keep || !ob_plan_cache_slot_takes(&batch->plans, slot, slot->count))
+    if (!keep || !ob_plan_cache_slot_takes(batch->plans, slot, slot->count))
         slot->valid = 0; /* its arrays stay for reuse, not its plan */
-    ob_plan_cache_placed(&batch->plans, slot);
+    ob_plan_cache_placed(batch->plans, slot);
 }
 
 /* Finds the added copies' plan among the kept ones and makes it the batch's, keeping the
@@ -852,23 +853,23 @@ static int take_kept_plan(ompbatch_batch *batch, uint64_t *hash)
     if (!ob_plan_cache_fits(batch->count) || settle_keys(batch) != OMPBATCH_OK)
         return 0;
     *hash = ob_plan_keys_hash(batch->added, batch->count);
-    ob_cached_plan *slot = ob_plan_cache_find(&batch->plans, batch->added, batch->count, *hash,
+    ob_cached_plan *slot = ob_plan_cache_find(batch->plans, batch->added, batch->count, *hash,
                                               ob_config_generation());
     if (slot == NULL)
         return 0;
     int keep = batch->current.valid && ob_plan_cache_fits(batch->current.count) &&
                batch->planned_rect_count == 0;
-    if (keep && !ob_plan_cache_slot_takes(&batch->plans, slot, batch->current.count)) {
+    if (keep && !ob_plan_cache_slot_takes(batch->plans, slot, batch->current.count)) {
         /* The batch's plan is of the other class: it goes to a slot of its own class, whose
          * occupant gives its arrays to the found plan's slot. */
-        ob_cached_plan *own = ob_plan_cache_victim(&batch->plans, batch->current.count);
+        ob_cached_plan *own = ob_plan_cache_victim(batch->plans, batch->current.count);
         ob_cached_plan evicted = *own;
         *own = batch->current;
-        ob_plan_cache_placed(&batch->plans, own);
+        ob_plan_cache_placed(batch->plans, own);
         batch->current = *slot;
         *slot = evicted;
         slot->valid = 0;
-        ob_plan_cache_placed(&batch->plans, slot);
+        ob_plan_cache_placed(batch->plans, slot);
     } else {
         swap_with_slot(batch, slot, keep);
     }
@@ -885,9 +886,10 @@ static int plan_and_run(ompbatch_batch *batch)
         /* The plan about to be replaced is kept; the slot's old one gives its arrays. A
          * refill still replaying reads its copies from the plan's keys: written out first. */
         if (batch->current.valid &&
-            ob_plan_cache_worth_keeping(&batch->plans, batch->current.count) &&
-            batch->planned_rect_count == 0 && (status = settle_keys(batch)) == OMPBATCH_OK)
-            swap_with_slot(batch, ob_plan_cache_victim(&batch->plans, batch->current.count), 1);
+            ob_plan_cache_worth_keeping(batch->plans, batch->current.count) &&
+            batch->planned_rect_count == 0 && ob_plan_cache_get(&batch->plans) != NULL &&
+            (status = settle_keys(batch)) == OMPBATCH_OK)
+            swap_with_slot(batch, ob_plan_cache_victim(batch->plans, batch->current.count), 1);
         if (status == OMPBATCH_OK) {
             uint64_t started = ob_phase_start();
             batch->current.config = ob_config_generation();
@@ -988,7 +990,7 @@ void ob_batch_forget_memory_now(ompbatch_batch *batch)
 {
     ob_mem_cache_clear(&batch->cache);
     batch->current.valid = 0;
-    ob_plan_cache_invalidate(&batch->plans);
+    ob_plan_cache_invalidate(batch->plans);
 }
 
 int ompbatch_batch_forget_memory(ompbatch_batch *batch)
@@ -1037,7 +1039,7 @@ void ob_batch_forget_device_memory(ompbatch_batch *batch)
      * enter and exit constructs around them. */
     if (!batch->hook_mode) {
         batch->current.valid = 0;
-        ob_plan_cache_invalidate(&batch->plans);
+        ob_plan_cache_invalidate(batch->plans);
     }
 }
 

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin/core/alloc.h"
+
 /* Arrays of more copies than this in a small slot are freed when a plan is put there. */
 #define OB_PLAN_CACHE_SMALL_ARRAYS (2 * OB_PLAN_CACHE_SMALL_BELOW)
 
@@ -59,17 +61,28 @@ int ob_plan_cache_fits(size_t count)
     return count >= OB_PLAN_CACHE_MIN_COPIES && count <= OB_PLAN_CACHE_MAX_COPIES;
 }
 
+ob_plan_cache *ob_plan_cache_get(ob_plan_cache **cache)
+{
+    /* 31 KiB: a batch that never keeps a plan (and the structs kept of destroyed batches)
+     * holds none of it. */
+    if (*cache == NULL)
+        *cache = ob_calloc(1, sizeof(**cache));
+    return *cache;
+}
+
 int ob_plan_cache_worth_keeping(const ob_plan_cache *cache, size_t count)
 {
     if (!ob_plan_cache_fits(count))
         return 0;
-    return !is_small(count) || cache->small_misses < OB_PLAN_CACHE_GIVE_UP ||
+    return cache == NULL || !is_small(count) || cache->small_misses < OB_PLAN_CACHE_GIVE_UP ||
            cache->small_misses % OB_PLAN_CACHE_SPARSE_KEEP == 0;
 }
 
 ob_cached_plan *ob_plan_cache_find(ob_plan_cache *cache, const ob_copy_key *keys, size_t count,
                                    uint64_t hash, unsigned long config)
 {
+    if (cache == NULL)
+        return NULL;
     size_t first, end;
     class_of(count, &first, &end);
     for (size_t i = first; i < end; i++) {
@@ -125,17 +138,18 @@ void ob_plan_cache_placed(ob_plan_cache *cache, ob_cached_plan *slot)
 
 void ob_plan_cache_invalidate(ob_plan_cache *cache)
 {
-    for (int i = 0; i < OB_PLAN_CACHE_SLOTS; i++) {
+    for (int i = 0; cache != NULL && i < OB_PLAN_CACHE_SLOTS; i++) {
         cache->slots[i].valid = 0;
         cache->hashes[i] = 0;
     }
 }
 
-void ob_plan_cache_free(ob_plan_cache *cache)
+void ob_plan_cache_free(ob_plan_cache **cache)
 {
-    for (int i = 0; i < OB_PLAN_CACHE_SLOTS; i++) {
-        ob_plan_free(&cache->slots[i].plan);
-        free(cache->slots[i].keys);
+    for (int i = 0; *cache != NULL && i < OB_PLAN_CACHE_SLOTS; i++) {
+        ob_plan_free(&(*cache)->slots[i].plan);
+        free((*cache)->slots[i].keys);
     }
-    memset(cache, 0, sizeof(*cache));
+    free(*cache);
+    *cache = NULL;
 }

@@ -53,6 +53,10 @@ typedef struct ob_plan_cache {
     unsigned long clock;
 } ob_plan_cache;
 
+/* A batch's cache, allocated when it first keeps a plan (*cache stays NULL until then, and
+ * when the allocation fails: the batch then keeps no plans). */
+ob_plan_cache *ob_plan_cache_get(ob_plan_cache **cache);
+
 /* The hash of a set of copies (never 0). */
 uint64_t ob_plan_keys_hash(const ob_copy_key *keys, size_t count);
 
@@ -60,11 +64,11 @@ uint64_t ob_plan_keys_hash(const ob_copy_key *keys, size_t count);
 int ob_plan_cache_fits(size_t count);
 
 /* Whether the batch's plan of `count` copies, about to be replaced, is worth a slot: it fits,
- * and small plans have been found lately (or it is a sparse one's turn). */
+ * and small plans have been found lately (or it is a sparse one's turn). cache may be NULL. */
 int ob_plan_cache_worth_keeping(const ob_plan_cache *cache, size_t count);
 
 /* The slot holding a valid plan of exactly keys[0, count) (whose hash is `hash`) built under
- * `config`, or NULL. */
+ * `config`, or NULL (always with a NULL cache). */
 ob_cached_plan *ob_plan_cache_find(ob_plan_cache *cache, const ob_copy_key *keys, size_t count,
                                    uint64_t hash, unsigned long config);
 
@@ -82,9 +86,11 @@ int ob_plan_cache_slot_takes(const ob_plan_cache *cache, const ob_cached_plan *s
  * hold little memory whatever passed through them (the slot is then empty). */
 void ob_plan_cache_placed(ob_plan_cache *cache, ob_cached_plan *slot);
 
-/* Every kept plan becomes stale: the memory they were planned for may be gone. */
+/* Every kept plan becomes stale: the memory they were planned for may be gone. cache may be
+ * NULL. */
 void ob_plan_cache_invalidate(ob_plan_cache *cache);
 
-void ob_plan_cache_free(ob_plan_cache *cache);
+/* Frees the cache and its plans; *cache becomes NULL. */
+void ob_plan_cache_free(ob_plan_cache **cache);
 
 #endif

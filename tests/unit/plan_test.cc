@@ -328,12 +328,14 @@ TEST(PlanCache, HashesDifferForDifferentKeysAndSampleLargeSets)
               ob_plan_keys_hash(near.data(), near.size()));
     EXPECT_NE(ob_plan_keys_hash(big.data(), big.size()),
               ob_plan_keys_hash(far.data(), far.size()));
-    ob_plan_cache cache;
-    std::memset(&cache, 0, sizeof(cache));
-    keep(&cache, big);
-    EXPECT_NE(nullptr, find(&cache, big));
-    EXPECT_EQ(nullptr, find(&cache, near)) << "same hash, other keys";
+    ob_plan_cache *cache = nullptr;
+    EXPECT_EQ(nullptr, find(cache, big)) << "no cache yet";
+    ASSERT_NE(nullptr, ob_plan_cache_get(&cache));
+    keep(cache, big);
+    EXPECT_NE(nullptr, find(cache, big));
+    EXPECT_EQ(nullptr, find(cache, near)) << "same hash, other keys";
     ob_plan_cache_free(&cache);
+    EXPECT_EQ(nullptr, cache);
 }
 
 // Small and large plans have slots of their own: no number of small plans evicts a large
@@ -341,8 +343,9 @@ TEST(PlanCache, HashesDifferForDifferentKeysAndSampleLargeSets)
 // a small slot never keeps a large plan's arrays.
 TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
 {
-    ob_plan_cache cache;
-    std::memset(&cache, 0, sizeof(cache));
+    ob_plan_cache *heap = nullptr;
+    ASSERT_NE(nullptr, ob_plan_cache_get(&heap));
+    ob_plan_cache &cache = *heap;
     std::vector<std::vector<ob_copy_key>> large, small;
     for (size_t k = 0; k < OB_PLAN_CACHE_LARGE_SLOTS + 1; k++)
         large.push_back(keys_of(64, (k + 1) << 24));
@@ -401,5 +404,5 @@ TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
     for (size_t k = 1; k < large.size(); k++)
         EXPECT_EQ(nullptr, find(&cache, large[k]));
     EXPECT_EQ(nullptr, find(&cache, small[10]));
-    ob_plan_cache_free(&cache);
+    ob_plan_cache_free(&heap);
 }
