@@ -38,6 +38,7 @@ typedef struct ob_device_slot {
     CUstream stream;              /* the library's own non-blocking stream */
     ob_kernels_state kernels;     /* the copy module, loaded on first use */
     CUfunction copy_kernel;
+    CUfunction copy_inline_kernel;
     CUfunction rect_kernel;
     unsigned char *peers;         /* per device: 0 not asked yet, 1 enabled, 2 not available */
     /* The device's cost model; the layer that builds it (it knows the type) frees it through

@@ -9,7 +9,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Loads the module and finds its two functions, into the slot. */
+/* Loads the module and finds its functions, into the slot. */
 static int load(const ob_driver *driver, ob_device_slot *slot)
 {
     if (driver->fn.cuModuleLoadData == NULL || driver->fn.cuModuleGetFunction == NULL ||
@@ -23,12 +23,15 @@ static int load(const ob_driver *driver, ob_device_slot *slot)
     status = OB_CU(driver, cuModuleGetFunction, &slot->copy_kernel, module,
                    OB_COPY_PIECES_KERNEL);
     if (status == OMPBATCH_OK)
+        status = OB_CU(driver, cuModuleGetFunction, &slot->copy_inline_kernel, module,
+                       OB_COPY_INLINE_KERNEL);
+    if (status == OMPBATCH_OK)
         status = OB_CU(driver, cuModuleGetFunction, &slot->rect_kernel, module,
                        OB_COPY_RECT_KERNEL);
     return status;
 }
 
-int ob_kernels_get(const ob_driver *driver, int ordinal, CUfunction *copy, CUfunction *rect)
+int ob_kernels_get(const ob_driver *driver, int ordinal, ob_kernels *out)
 {
     ob_device_slot *slot = ob_driver_slot(ordinal);
     if (slot == NULL)
@@ -46,8 +49,9 @@ int ob_kernels_get(const ob_driver *driver, int ordinal, CUfunction *copy, CUfun
         status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: the copy kernel did not load",
                          ordinal);
     }
-    *copy = slot->copy_kernel;
-    *rect = slot->rect_kernel;
+    out->copy = slot->copy_kernel;
+    out->copy_inline = slot->copy_inline_kernel;
+    out->rect = slot->rect_kernel;
     pthread_mutex_unlock(&lock);
     return status;
 }

@@ -17,6 +17,18 @@ typedef struct ob_piece {
 
 #define OB_COPY_PIECES_KERNEL "ob_copy_pieces"
 
+/* The copy kernel's twin for launches of at most OB_INLINE_PIECES pieces, whose descriptors
+ * travel as the launch's parameter (keep in step with copy_pieces.cu): the blocks start on the
+ * bytes without first reading a table over the bus. */
+#define OB_INLINE_PIECES 32
+
+typedef struct ob_inline_pieces {
+    uint64_t count;
+    ob_piece piece[OB_INLINE_PIECES];
+} ob_inline_pieces;
+
+#define OB_COPY_INLINE_KERNEL "ob_copy_pieces_inline"
+
 /* Threads per block of every launch of either kernel. */
 #define OB_COPY_KERNEL_THREADS 256
 

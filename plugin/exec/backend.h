@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "plugin/cuda/driver.h"
+#include "plugin/cuda/kernel_module.h"
 #include "plugin/cuda/kernels.h"
 #include "plugin/cuda/staging.h"
 #include "plugin/plan/plan.h"
@@ -68,8 +69,7 @@ typedef struct ob_exec {
     ob_host_move *moves;       /* packs, then the unpacks pending until the wait */
     size_t move_count;
     size_t move_capacity;
-    CUfunction kernel;         /* the copy kernel of the device, loaded by prepare */
-    CUfunction rect_kernel;    /* and its rectangle kernel */
+    ob_kernels kernels;        /* the device's copy kernels, loaded by prepare */
     ob_rect_piece *rect_scatters; /* rectangles finish launches, after the bulk copy */
     size_t rect_scatter_count;
     size_t rect_scatter_capacity;

@@ -54,15 +54,31 @@ static size_t align_up(size_t value, size_t to)
     return (value + to - 1) & ~(to - 1);
 }
 
-static int launch(ob_exec *exec, CUdeviceptr table, size_t count)
+/* A build may set it with -D to measure the table read over the bus again (0: never). */
+#ifndef OB_INLINE_LAUNCH_MAX
+#define OB_INLINE_LAUNCH_MAX OB_INLINE_PIECES
+#endif
+
+/* One launch of the copy kernel over `count` descriptors at `table`, an address the GPU
+ * reaches. `host_table`, when not NULL, is the same descriptors where the CPU reads them: a
+ * launch of few pieces then carries them as its parameter. */
+static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count)
 {
     if (count == 0)
         return OMPBATCH_OK;
     unsigned int n = (unsigned int)count;
     unsigned int blocks = n < OB_KERNEL_MAX_BLOCKS ? n : OB_KERNEL_MAX_BLOCKS;
     void *params[] = {&table, &n};
+    CUfunction kernel = exec->kernels.copy;
+    ob_inline_pieces inline_table;
+    if (host_table != NULL && count <= OB_INLINE_LAUNCH_MAX) {
+        inline_table.count = count;
+        memcpy(inline_table.piece, host_table, count * sizeof(ob_piece));
+        params[0] = &inline_table;
+        kernel = exec->kernels.copy_inline;
+    }
     uint64_t started = ob_phase_start();
-    int status = OB_CU(exec->driver, cuLaunchKernel, exec->kernel, blocks, 1, 1,
+    int status = OB_CU(exec->driver, cuLaunchKernel, kernel, blocks, 1, 1,
                        OB_COPY_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
     ob_phase_end(OB_PHASE_LAUNCH, started);
     if (status != OMPBATCH_OK)
@@ -98,7 +114,7 @@ static int launch_rect(ob_exec *exec, const ob_rect_piece *piece)
                                                         : OB_KERNEL_MAX_BLOCKS;
     void *params[] = {(void *)piece};
     uint64_t started = ob_phase_start();
-    int status = OB_CU(exec->driver, cuLaunchKernel, exec->rect_kernel, blocks, 1, 1,
+    int status = OB_CU(exec->driver, cuLaunchKernel, exec->kernels.rect, blocks, 1, 1,
                        OB_COPY_KERNEL_THREADS, 1, 1, 0, exec->stream, params, NULL);
     ob_phase_end(OB_PHASE_LAUNCH, started);
     if (status != OMPBATCH_OK)
@@ -323,7 +339,7 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
 static int run_kept(ob_exec *exec, const ob_step *step)
 {
-    int status = launch(exec, exec->kept_table, exec->kept_pieces);
+    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces);
     if (status != OMPBATCH_OK)
         return status;
     /* Counted when kept: reading the plan's copies again costs more than the launch. */
@@ -394,7 +410,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     exec->extra_count = 0;
     exec->scatter_count = 0;
     exec->rect_scatter_count = 0;
-    if (ob_kernels_get(driver, exec->ordinal, &exec->kernel, &exec->rect_kernel) != OMPBATCH_OK)
+    if (ob_kernels_get(driver, exec->ordinal, &exec->kernels) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
     size_t step_at = (size_t)(step - plan->steps);
     if (exec->kept_pieces > 0 && exec->kept_generation == plan->generation &&
@@ -552,7 +568,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
-    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, n_first)) != OMPBATCH_OK)
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first)) != OMPBATCH_OK)
         return status;
     for (size_t k = 0; k < first_rects; k++)
         if ((status = launch_rect(exec, &exec->rect_scatters[lay.rects - 1 - k])) != OMPBATCH_OK)
@@ -625,7 +641,7 @@ int ob_staged_finish(ob_exec *exec)
 {
     int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
-        status = launch(exec, exec->scatter_table, exec->scatter_count);
+        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count);
     for (size_t k = 0; k < exec->rect_scatter_count && status == OMPBATCH_OK; k++)
         status = launch_rect(exec, &exec->rect_scatters[k]);
     exec->scatter_count = 0;

@@ -95,6 +95,10 @@ struct op {
      * descriptors {dst, src, bytes} (3 x u64) at pieces, read when the kernel runs. */
     const uint64_t *pieces;
     unsigned int piece_count;
+    /* A launch of the inline copy kernel when is_inline: its descriptors, copied at the launch
+     * (pieces is NULL then). */
+    bool is_inline;
+    ob_inline_pieces inline_table;
     /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch, its
      * block size, and how many of its chunks have run (in the order rect_chunk_order gives). */
     bool is_rect;
@@ -115,6 +119,7 @@ struct CUfunc_st {
 static struct CUmod_st copy_modules[FAKE_CUDA_MAX_DEVICES];
 static struct CUfunc_st copy_functions[FAKE_CUDA_MAX_DEVICES];
 static struct CUfunc_st rect_functions[FAKE_CUDA_MAX_DEVICES];
+static struct CUfunc_st inline_functions[FAKE_CUDA_MAX_DEVICES];
 
 struct CUstream_st {
     struct CUctx_st *ctx;
@@ -399,11 +404,18 @@ static void check_reachable(int ordinal, const char *what, unsigned int piece, u
  * fake stops the test with the reason. */
 static void pieces_run(const struct op *op, int ordinal)
 {
-    check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)op->pieces,
-                    (size_t)op->piece_count * 3 * sizeof(uint64_t));
-    for (unsigned int i = 0; i < op->piece_count; i++) {
-        uintptr_t dst = (uintptr_t)op->pieces[3 * i], src = (uintptr_t)op->pieces[3 * i + 1];
-        size_t bytes = (size_t)op->pieces[3 * i + 2];
+    const uint64_t *pieces = op->pieces;
+    unsigned int count = op->piece_count;
+    if (op->is_inline) {
+        pieces = (const uint64_t *)op->inline_table.piece;
+        count = (unsigned int)op->inline_table.count;
+    } else {
+        check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)pieces,
+                        (size_t)count * 3 * sizeof(uint64_t));
+    }
+    for (unsigned int i = 0; i < count; i++) {
+        uintptr_t dst = (uintptr_t)pieces[3 * i], src = (uintptr_t)pieces[3 * i + 1];
+        size_t bytes = (size_t)pieces[3 * i + 2];
         check_reachable(ordinal, "dst", i, dst, bytes);
         check_reachable(ordinal, "src", i, src, bytes);
         if (dst < src + bytes && src < dst + bytes)
@@ -529,7 +541,7 @@ static void stream_run_some(struct CUstream_st *s, bool partly)
             rect_run(op, s->ctx->ordinal, chunks);
             continue;
         }
-        if (op->pieces != NULL) {
+        if (op->pieces != NULL || op->is_inline) {
             pieces_run(op, s->ctx->ordinal);
             continue;
         }
@@ -1379,6 +1391,10 @@ static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule 
         rect_functions[module->ordinal].ordinal = module->ordinal;
         *function = &rect_functions[module->ordinal];
         r = CUDA_SUCCESS;
+    } else if (strcmp(name, OB_COPY_INLINE_KERNEL) == 0) {
+        inline_functions[module->ordinal].ordinal = module->ordinal;
+        *function = &inline_functions[module->ordinal];
+        r = CUDA_SUCCESS;
     } else if (strcmp(name, "ob_copy_pieces") != 0)
         r = fail(CUDA_ERROR_NOT_FOUND, "no function %s in the module", name);
     else {
@@ -1391,7 +1407,8 @@ out:
     return r;
 }
 
-/* Parameters as copy_pieces.cu declares them: (const ob_piece *pieces, unsigned int count). */
+/* Parameters as copy_pieces.cu declares them: (const ob_piece *pieces, unsigned int count),
+ * (ob_inline_pieces table) or (ob_rect_piece piece), by value. */
 static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
                                             unsigned int gz, unsigned int bx, unsigned int by,
                                             unsigned int bz, unsigned int shared, CUstream h,
@@ -1404,8 +1421,9 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
         goto out;
     bool rect = f >= rect_functions && f < rect_functions + FAKE_CUDA_MAX_DEVICES;
-    if (f == NULL ||
-        (!rect && (f < copy_functions || f >= copy_functions + FAKE_CUDA_MAX_DEVICES)))
+    bool inline_table = f >= inline_functions && f < inline_functions + FAKE_CUDA_MAX_DEVICES;
+    if (f == NULL || (!rect && !inline_table &&
+                      (f < copy_functions || f >= copy_functions + FAKE_CUDA_MAX_DEVICES)))
         r = fail(CUDA_ERROR_INVALID_HANDLE, "unknown function");
     else if (f->ordinal != ctx->ordinal)
         r = fail(CUDA_ERROR_INVALID_HANDLE,
@@ -1422,6 +1440,12 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
             op->is_rect = true;
             memcpy(&op->rect, params[0], sizeof op->rect); /* by value, as the launch does */
             op->block = bx;
+        } else if (inline_table) {
+            op->is_inline = true;
+            memcpy(&op->inline_table, params[0], sizeof op->inline_table);
+            if (op->inline_table.count == 0 || op->inline_table.count > OB_INLINE_PIECES)
+                die("ob_copy_pieces_inline: %lu pieces",
+                    (unsigned long)op->inline_table.count);
         } else {
             op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
             op->piece_count = *(unsigned int *)params[1];

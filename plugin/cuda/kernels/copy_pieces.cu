@@ -30,22 +30,41 @@ __device__ void copy_units(unsigned char *dst, const unsigned char *src, unsigne
         dst[i] = src[i];
 }
 
+__device__ void copy_piece(const ob_piece &piece)
+{
+    unsigned char *dst = (unsigned char *)piece.dst;
+    const unsigned char *src = (const unsigned char *)piece.src;
+    unsigned long long phase = piece.dst ^ piece.src;
+    if ((phase & 15) == 0)
+        copy_units<uint4>(dst, src, piece.bytes);
+    else if ((phase & 7) == 0)
+        copy_units<unsigned long long>(dst, src, piece.bytes);
+    else if ((phase & 3) == 0)
+        copy_units<unsigned int>(dst, src, piece.bytes);
+    else
+        copy_units<unsigned char>(dst, src, piece.bytes);
+}
+
 extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int count)
 {
-    for (unsigned int p = blockIdx.x; p < count; p += gridDim.x) {
-        ob_piece piece = pieces[p];
-        unsigned char *dst = (unsigned char *)piece.dst;
-        const unsigned char *src = (const unsigned char *)piece.src;
-        unsigned long long phase = piece.dst ^ piece.src;
-        if ((phase & 15) == 0)
-            copy_units<uint4>(dst, src, piece.bytes);
-        else if ((phase & 7) == 0)
-            copy_units<unsigned long long>(dst, src, piece.bytes);
-        else if ((phase & 3) == 0)
-            copy_units<unsigned int>(dst, src, piece.bytes);
-        else
-            copy_units<unsigned char>(dst, src, piece.bytes);
-    }
+    for (unsigned int p = blockIdx.x; p < count; p += gridDim.x)
+        copy_piece(pieces[p]);
+}
+
+/* A few pieces come as the parameter itself (kernels.h): each block reads its descriptor from
+ * the constant parameter space instead of waiting for it to cross the bus before it can start
+ * on the bytes. __grid_constant__ lets the blocks index it without a private copy. */
+#define OB_INLINE_PIECES 32
+
+struct ob_inline_pieces {
+    unsigned long long count;
+    ob_piece piece[OB_INLINE_PIECES];
+};
+
+extern "C" __global__ void ob_copy_pieces_inline(const __grid_constant__ ob_inline_pieces table)
+{
+    for (unsigned int p = blockIdx.x; p < table.count; p += gridDim.x)
+        copy_piece(table.piece[p]);
 }
 
 /* Rectangles: one launch moves a whole rectangle between two walks (kernels.h says how a
