@@ -87,7 +87,9 @@ TEST_F(Mirror, InsertReplacesOverlappingEntriesAndKeepsOrder)
 
 // Looks that start where the last one succeeded (the same entry, the next) answer exactly as a
 // search would, whatever was inserted or dropped since: every lookup is compared with a model
-// of the entries, over random inserts, drops and lookups in ascending runs and at random.
+// of the entries, over random inserts, drops and lookups in ascending runs and at random. The
+// steps alternate between phases that mostly insert and phases that mostly drop, so dropped
+// entries pile up as tombstones, are swept, and are reused by inserts, in every order.
 TEST_F(Mirror, LookupsFromTheLastEntryFoundMatchAModel)
 {
     TestRng rng(test_seed() + 71);
@@ -103,16 +105,21 @@ TEST_F(Mirror, LookupsFromTheLastEntryFoundMatchAModel)
         }
         return overlaps > 0 ? OB_MIRROR_PARTIAL : OB_MIRROR_ABSENT;
     };
-    for (int step = 0; step < 4000; step++) {
+    for (int step = 0; step < 20000; step++) {
         unsigned what = rng() % 10;
+        bool filling = (step / 1000) % 2 == 0;
+        bool inserting = filling ? what < 4 : what == 0;
+        bool dropping = filling ? what == 4 : what >= 1 && what < 5;
         uintptr_t b = 64 * (rng() % 512), e = b + 64 * (1 + rng() % 4);
-        if (what == 0) {
+        if (rng() % 4 == 0) // an exact mapping again, or a lone byte
+            e = rng() % 2 ? b + 64 : b + 1;
+        if (inserting) {
             ASSERT_EQ(0, insert(kDevice, entry(b, e, 0x100000 + b)));
             model.erase(std::remove_if(model.begin(), model.end(),
                                        [&](auto &m) { return m.first < e && b < m.second; }),
                         model.end());
             model.push_back({b, e});
-        } else if (what == 1) {
+        } else if (dropping) {
             ob_mirror_drop_range(kDevice, b, e);
             model.erase(std::remove_if(model.begin(), model.end(),
                                        [&](auto &m) { return m.first < e && b < m.second; }),
