@@ -4,9 +4,10 @@
 
 #include <stddef.h>
 
-/* qsort, after a linear check that returns at once when base is sorted: glibc's qsort
- * allocates and copies even then, tens of microseconds for a thousand elements, and the
- * copies of a construct, the pieces of a strided item and their spans come in address order. */
+/* qsort (insertion for a few small elements), after a linear check that returns at once when
+ * base is sorted: glibc's qsort allocates and copies even then, tens of microseconds for a
+ * thousand elements, and the copies of a construct, the pieces of a strided item and their
+ * spans come in address order. */
 void ob_sort_unless_sorted(void *base, size_t count, size_t size,
                            int (*compare)(const void *, const void *));
 
