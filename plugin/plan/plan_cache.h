@@ -21,9 +21,11 @@
 #define OB_PLAN_CACHE_LARGE_SLOTS 8
 #define OB_PLAN_CACHE_SMALL_SLOTS 128
 #define OB_PLAN_CACHE_SLOTS (OB_PLAN_CACHE_LARGE_SLOTS + OB_PLAN_CACHE_SMALL_SLOTS)
-/* Plans of fewer copies are small; two or three copies are planned about as fast as they are
- * looked up and kept (a construct of two items, 0.25 us on the build machine). */
-#define OB_PLAN_CACHE_SMALL_BELOW 32
+/* Plans of fewer copies are small (a construct updating two members of each of 16 structs
+ * makes 32: planned anew, 4-6 us of its 15 under host offload); two or three copies are
+ * planned about as fast as they are looked up and kept (a construct of two items, 0.25 us on
+ * the build machine). */
+#define OB_PLAN_CACHE_SMALL_BELOW 64
 #define OB_PLAN_CACHE_MIN_COPIES 4
 /* After this many small plans in a row were not found, only every OB_PLAN_CACHE_SPARSE_KEEP-th
  * is kept until one is found again: a program whose small constructs never come back (new

@@ -348,14 +348,14 @@ TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
     ob_plan_cache &cache = *heap;
     std::vector<std::vector<ob_copy_key>> large, small;
     for (size_t k = 0; k < OB_PLAN_CACHE_LARGE_SLOTS + 1; k++)
-        large.push_back(keys_of(64, (k + 1) << 24));
+        large.push_back(keys_of(OB_PLAN_CACHE_SMALL_BELOW, (k + 1) << 24));
     for (auto &keys : large)
         keep(&cache, keys);
     EXPECT_EQ(nullptr, find(&cache, large[0])) << "the least recently used large plan";
     for (size_t k = 1; k < large.size(); k++)
         EXPECT_NE(nullptr, find(&cache, large[k])) << "large plan " << k;
     for (size_t k = 0; k < OB_PLAN_CACHE_SMALL_SLOTS + 5; k++)
-        small.push_back(keys_of(4 + k % 27, (k + 100) << 24));
+        small.push_back(keys_of(4 + k % (OB_PLAN_CACHE_SMALL_BELOW - 4), (k + 100) << 24));
     for (auto &keys : small)
         keep(&cache, keys);
     for (size_t k = 1; k < large.size(); k++)
@@ -379,7 +379,7 @@ TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
     EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 5));
     cache.small_misses = OB_PLAN_CACHE_GIVE_UP + 1;
     EXPECT_FALSE(ob_plan_cache_worth_keeping(&cache, 5));
-    EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 64));
+    EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, OB_PLAN_CACHE_SMALL_BELOW));
     cache.small_misses = OB_PLAN_CACHE_GIVE_UP + OB_PLAN_CACHE_SPARSE_KEEP;
     EXPECT_TRUE(ob_plan_cache_worth_keeping(&cache, 5));
     EXPECT_EQ(nullptr, find(&cache, keys_of(5, 777u << 24)));
@@ -396,9 +396,11 @@ TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
     EXPECT_EQ(nullptr, find(&cache, lean));
     // A plan may stay valid only in a slot of its class; one copy is never kept.
     EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], 5));
-    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], 32));
-    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 31));
-    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 32));
+    const size_t below = OB_PLAN_CACHE_SMALL_BELOW;
+    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], below));
+    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[0], below - 1));
+    EXPECT_TRUE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], below - 1));
+    EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], below));
     EXPECT_FALSE(ob_plan_cache_slot_takes(&cache, &cache.slots[OB_PLAN_CACHE_LARGE_SLOTS], 3));
     ob_plan_cache_invalidate(&cache);
     for (size_t k = 1; k < large.size(); k++)
