@@ -10,6 +10,7 @@
 #include "plugin/hook/hook_construct.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,14 +106,27 @@ typedef struct scratch {
     int64_t *types;
     ob_map_args fwd;    /* arrays for a compacted argument list (update) */
     ob_hook_copy *copies;
+    size_t capacity;    /* items the arrays hold room for */
+    size_t copies_capacity;
 } scratch;
 
-static void scratch_free(scratch *s)
+/* A construct's arrays are kept for the thread's next construct: allocating and freeing
+ * them (five blocks, the items zeroed) was a third of what the hook spends on a construct of
+ * 48 struct members it forwards. A construct that comes while the thread's arrays are in use
+ * (a runtime calling back) allocates its own. Larger arrays than this are not kept. */
+#define OB_SCRATCH_KEEP_ITEMS 1024
+
+typedef struct kept_scratch {
+    scratch arrays;
+    int full;
+} kept_scratch;
+
+static pthread_key_t kept_key;
+static int kept_key_made;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void scratch_arrays_free(scratch *s)
 {
-    for (int32_t i = 0; s->items != NULL && i < s->count; i++) {
-        ob_pieces_free(&s->items[i].pieces);
-        free(s->items[i].rect);
-    }
     free(s->items);
     free(s->types);
     free(s->fwd.bases);
@@ -120,22 +134,89 @@ static void scratch_free(scratch *s)
     memset(s, 0, sizeof(*s));
 }
 
+static void kept_thread_exit(void *value)
+{
+    kept_scratch *kept = value;
+    scratch_arrays_free(&kept->arrays);
+    free(kept);
+}
+
+static void create_kept_key(void)
+{
+    kept_key_made = pthread_key_create(&kept_key, kept_thread_exit) == 0;
+}
+
+/* The thread's place for kept arrays, made on first use; NULL when none can be had. */
+static kept_scratch *thread_kept(void)
+{
+    pthread_once(&kept_once, create_kept_key);
+    if (!kept_key_made)
+        return NULL;
+    kept_scratch *kept = pthread_getspecific(kept_key);
+    if (kept == NULL && (kept = calloc(1, sizeof(*kept))) != NULL &&
+        pthread_setspecific(kept_key, kept) != 0) {
+        free(kept);
+        kept = NULL;
+    }
+    return kept;
+}
+
+static void scratch_free(scratch *s)
+{
+    for (int32_t i = 0; s->items != NULL && i < s->count; i++) {
+        ob_pieces_free(&s->items[i].pieces);
+        free(s->items[i].rect);
+    }
+    kept_scratch *kept = s->items != NULL && s->capacity <= OB_SCRATCH_KEEP_ITEMS
+                             ? thread_kept()
+                             : NULL;
+    if (kept != NULL && kept->full && kept->arrays.capacity < s->capacity) {
+        scratch_arrays_free(&kept->arrays); /* the larger arrays serve more constructs */
+        kept->full = 0;
+    }
+    if (kept != NULL && !kept->full) {
+        kept->arrays = *s;
+        kept->full = 1;
+        memset(s, 0, sizeof(*s));
+    } else {
+        scratch_arrays_free(s);
+    }
+}
+
+/* The thread's kept arrays into s when they hold n items. */
+static int scratch_take_kept(scratch *s, size_t n)
+{
+    pthread_once(&kept_once, create_kept_key);
+    kept_scratch *kept = kept_key_made ? pthread_getspecific(kept_key) : NULL;
+    if (kept == NULL || !kept->full || kept->arrays.capacity < n)
+        return 0;
+    *s = kept->arrays;
+    kept->full = 0;
+    return 1;
+}
+
 /* One allocation failure means the construct is forwarded whole: the hook never fails a
  * program's construct for its own sake. */
 static int scratch_alloc(scratch *s, int32_t count)
 {
     size_t n = (size_t)count;
-    memset(s, 0, sizeof(*s));
-    s->count = count;
-    s->items = ob_calloc(n, sizeof(item));
-    s->types = ob_malloc(n * sizeof(int64_t));
-    s->copies = ob_malloc(2 * n * sizeof(ob_hook_copy)); /* an update item may go both ways */
-    /* bases, begins, sizes, types, names, mappers of the compacted list, in one block */
-    s->fwd.bases = ob_malloc(n * 6 * sizeof(void *));
-    if (s->items == NULL || s->types == NULL || s->copies == NULL || s->fwd.bases == NULL) {
-        scratch_free(s);
-        return -1;
+    if (scratch_take_kept(s, n)) {
+        memset(s->items, 0, n * sizeof(item));
+    } else {
+        memset(s, 0, sizeof(*s));
+        s->items = ob_calloc(n, sizeof(item));
+        s->types = ob_malloc(n * sizeof(int64_t));
+        s->copies = ob_malloc(2 * n * sizeof(ob_hook_copy)); /* an update item may go both ways */
+        /* bases, begins, sizes, types, names, mappers of the compacted list, in one block */
+        s->fwd.bases = ob_malloc(n * 6 * sizeof(void *));
+        s->capacity = n;
+        s->copies_capacity = 2 * n;
+        if (s->items == NULL || s->types == NULL || s->copies == NULL || s->fwd.bases == NULL) {
+            scratch_arrays_free(s);
+            return -1;
+        }
     }
+    s->count = count;
     s->fwd.begins = s->fwd.bases + n;
     s->fwd.sizes = (int64_t *)(s->fwd.bases + 2 * n);
     s->fwd.types = (int64_t *)(s->fwd.bases + 3 * n);
@@ -219,11 +300,20 @@ static int *foreign_flag(item *it)
     return &it->foreign;
 }
 
+/* Whether an update item moves bytes: the runtime skips a private or literal one, and one with
+ * neither `to` nor `from` (a struct's combined entry around the members it updates) is only
+ * looked up. Such an item's range orders nothing, so it overlaps no other. */
+static int moves_data_in_update(const item *it)
+{
+    return it->why != OB_REASON_SKIPPED && (it->type & (OB_MAP_TO | OB_MAP_FROM)) != 0;
+}
+
 /* Sets `overlaps` on items whose bytes overlap another item's (a non-contiguous item by its
  * pieces): their relative order would matter, and the hook reorders (its copies run before or
- * after the runtime's). Sets `foreign` the same way, leaving plain members out: a struct
- * parent overlapping only its own members is alone in its range. */
-static int mark_overlaps(item *items, int32_t count)
+ * after the runtime's); in an update only items that move bytes count. Sets `foreign` the
+ * same way, leaving plain members out: a struct parent overlapping only its own members is
+ * alone in its range. */
+static int mark_overlaps(item *items, int32_t count, int update)
 {
     if (count < 2)
         return 0; /* only another item's span is an overlap */
@@ -233,26 +323,30 @@ static int mark_overlaps(item *items, int32_t count)
     span *spans = ob_malloc((n + 1) * sizeof(*spans));
     if (spans == NULL)
         return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        size_t m = 0;
-        for (int32_t i = 0; i < count; i++) {
-            item *it = &items[i];
-            if (pass == 1 && is_plain_member_inside(items, count, i))
-                continue;
-            if (!it->strided) {
-                if (it->end > it->begin)
-                    spans[m++] = (span){it->begin, it->end, it};
-                continue;
-            }
-            for (size_t k = 0; k < it->pieces.count; k++) {
-                const ob_strided_piece *p = &it->pieces.at[k];
-                if (p->size > 0)
-                    spans[m++] = (span){it->base + (uintptr_t)p->offset,
-                                        it->base + (uintptr_t)(p->offset + p->size), it};
-            }
+    size_t m = 0;
+    for (int32_t i = 0; i < count; i++) {
+        item *it = &items[i];
+        if (update && !moves_data_in_update(it))
+            continue;
+        if (!it->strided) {
+            if (it->end > it->begin)
+                spans[m++] = (span){it->begin, it->end, it};
+            continue;
         }
-        sweep_spans(spans, m, pass == 0 ? overlaps_flag : foreign_flag);
+        for (size_t k = 0; k < it->pieces.count; k++) {
+            const ob_strided_piece *p = &it->pieces.at[k];
+            if (p->size > 0)
+                spans[m++] = (span){it->base + (uintptr_t)p->offset,
+                                    it->base + (uintptr_t)(p->offset + p->size), it};
+        }
     }
+    sweep_spans(spans, m, overlaps_flag);
+    /* The same spans less the plain members', still in order: no second sort. */
+    size_t kept = 0;
+    for (size_t k = 0; k < m; k++)
+        if (!is_plain_member_inside(items, count, (int32_t)(spans[k].owner - items)))
+            spans[kept++] = spans[k];
+    sweep_spans(spans, kept, foreign_flag);
     free(spans);
     return 0;
 }
@@ -466,7 +560,7 @@ static int describe_items(const ob_map_args *a, item *items, int update)
         if (it->why == OB_REASON_NON_CONTIG && update)
             plan_strided(a, i, it, &strided_budget);
     }
-    return mark_overlaps(items, a->count);
+    return mark_overlaps(items, a->count, update);
 }
 
 /* Ranges whose entries an item may change in ways the mirror does not follow: the item's
@@ -676,10 +770,13 @@ static int make_room_for_pieces(scratch *s)
     if (pieces == 0)
         return 0;
     size_t total = 2 * (size_t)s->count + 2 * pieces;
+    if (total <= s->copies_capacity)
+        return 0;
     ob_hook_copy *grown = ob_realloc(s->copies, total * sizeof(*grown));
     if (grown == NULL)
         return -1;
     s->copies = grown;
+    s->copies_capacity = total;
     return 0;
 }
 
@@ -872,13 +969,16 @@ void ob_hook_update(const ob_construct *c)
     if (done == 0) {
         ob_hook_forward(c, a, 1);
     } else if (done < (size_t)a->count) {
-        /* The items the hook did not copy, in their order, go to the runtime. */
+        /* The items the hook did not copy, in their order, go to the runtime; those with no
+         * transfer to make would only be looked up (no `present` here: that keeps the
+         * construct whole), so a construct left with nothing else goes nowhere. */
         int32_t n = 0;
         for (int32_t i = 0; i < a->count; i++)
-            if (items[i].why != OB_REASON_NONE)
+            if (items[i].why != OB_REASON_NONE && items[i].why != OB_REASON_NO_TRANSFER)
                 compact_item(a, i, &s.fwd, n++, a->types[i]);
         s.fwd.count = n;
-        ob_hook_forward(c, &s.fwd, 0);
+        if (n > 0)
+            ob_hook_forward(c, &s.fwd, 0);
     }
     scratch_free(&s);
 }

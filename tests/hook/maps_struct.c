@@ -16,6 +16,8 @@
  * Usage: maps_struct <seed>. Prints checksums and values of every sub-case and
  * "maps_struct: N checks passed, M failed"; exits 1 on any failure.
  */
+#include <stddef.h>
+
 #include "hook_test.h"
 
 /* ---- a struct with an attached pointer ------------------------------------------------------ */
@@ -224,6 +226,86 @@ static void test_attach_combined(void)
     free(ps);
     vec_case_free(&c);
     vec_case_free(&h);
+}
+
+/* ---- updates of struct members --------------------------------------------------------------- */
+
+typedef struct duo {
+    double a[40];
+    int mid;             /* never named: must not move */
+    unsigned char b[200];
+} duo;
+
+/* The bytes of d[k]'s member at offset off, size n, copied from `from` to `to` (expectations). */
+static void duo_member_copied(unsigned char *to, const unsigned char *from, int k, size_t off,
+                              size_t n)
+{
+    size_t at = (size_t)k * sizeof(duo) + off;
+    memcpy(to + at, from + at, n);
+}
+
+#define DUO_A offsetof(duo, a), sizeof(((duo *)0)->a)
+#define DUO_B offsetof(duo, b), sizeof(((duo *)0)->b)
+
+/* Updates naming members of several structs of a mapped array (clang adds each struct's
+ * combined entry, which moves nothing, around the members it names): `to`, `from`, both in
+ * one construct, and members of an array that is not mapped (no copy either way). Every byte of
+ * the array, the members' and those between and around them, is checked on both sides. */
+static void test_member_updates(void)
+{
+    enum { N = 6 };
+    size_t bytes = N * sizeof(duo);
+    duo *d = ht_malloc(bytes);
+    ht_fill_random(d, bytes, 300);
+    unsigned char *dev = ht_dup(d, bytes), *host = ht_malloc(bytes);
+    /* One pointer per struct: a clause may not name two elements of one array. */
+    duo *d0 = &d[0], *d1 = &d[1], *d2 = &d[2], *d3 = &d[3], *d4 = &d[4], *d5 = &d[5];
+#pragma omp target enter data map(to : d[0:N])
+    ht_fill_unlike(d, dev, bytes, 301);
+    memcpy(host, d, bytes);
+#pragma omp target update to(d1->a, d1->b, d2->a, d2->b, d4->b)
+    duo_member_copied(dev, host, 1, DUO_A);
+    duo_member_copied(dev, host, 1, DUO_B);
+    duo_member_copied(dev, host, 2, DUO_A);
+    duo_member_copied(dev, host, 2, DUO_B);
+    duo_member_copied(dev, host, 4, DUO_B);
+    ht_expect_device(d, dev, bytes, "members: device after update to");
+    ht_expect_host(d, host, bytes, "members: host after update to");
+
+    ht_device_scramble(d, bytes, 302);
+    ht_host_scramble(dev, bytes, 302);
+    ht_fill_unlike(d, d, bytes, 303);
+    memcpy(host, d, bytes);
+#pragma omp target update from(d0->b, d3->a, d3->b, d5->a)
+    duo_member_copied(host, dev, 0, DUO_B);
+    duo_member_copied(host, dev, 3, DUO_A);
+    duo_member_copied(host, dev, 3, DUO_B);
+    duo_member_copied(host, dev, 5, DUO_A);
+    ht_expect_host(d, host, bytes, "members: host after update from");
+    ht_expect_device(d, dev, bytes, "members: device after update from");
+
+    ht_device_scramble(d, bytes, 304);
+    ht_host_scramble(dev, bytes, 304);
+    ht_fill_unlike(d, d, bytes, 305);
+    memcpy(host, d, bytes);
+#pragma omp target update to(d2->b, d5->a) from(d1->a, d4->b)
+    duo_member_copied(dev, host, 2, DUO_B);
+    duo_member_copied(dev, host, 5, DUO_A);
+    duo_member_copied(host, dev, 1, DUO_A);
+    duo_member_copied(host, dev, 4, DUO_B);
+    ht_expect_host(d, host, bytes, "members: host after update to and from");
+    ht_expect_device(d, dev, bytes, "members: device after update to and from");
+#pragma omp target exit data map(delete : d[0:N])
+    OB_CHECK(ht_is_unmapped(d, bytes), "members: still mapped");
+
+    /* Not mapped: the runtime copies nothing and says nothing. */
+    memcpy(host, d, bytes);
+#pragma omp target update to(d1->a, d1->b) from(d3->b)
+    ht_expect_host(d, host, bytes, "members: host after updates of unmapped members");
+    ht_report("members: array", d, bytes);
+    free(dev);
+    free(host);
+    free(d);
 }
 
 /* ---- struct entries the hook learns from the begins it forwards ----------------------------- */
@@ -746,6 +828,7 @@ int main(int argc, char **argv)
     ht_init(argc, argv, "maps_struct");
     test_attach_separate();
     test_attach_combined();
+    test_member_updates();
     test_struct_learnt();
     test_mapper_named();
     test_mapper_then_plain_updates();
