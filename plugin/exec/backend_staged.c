@@ -418,7 +418,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         return run_kept(exec, step);
     layout lay;
     measure(plan, step, &lay);
-    int bus = lay.pack_bytes + lay.gather_bytes <= ob_config_get()->bus_bytes;
+    int bus = lay.pack_bytes + lay.gather_bytes <= ob_config_get()->bus_bytes &&
+              lay.pack_bytes <= OB_BUS_PACK_MAX;
     if (bus) {
         /* The scatters join the first kernel's table; nothing goes to the device. */
         lay.first_pieces += lay.second_pieces;

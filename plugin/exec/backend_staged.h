@@ -8,6 +8,13 @@
 
 #include "plugin/exec/backend.h"
 
+/* A level goes over the bus with at most this many packed bytes, whatever OMPBATCH_BUS_KB
+ * allows: reading them over the bus loses to the bulk copy sooner than writing gathered bytes
+ * does. On an H100 (2026-12-05 23:14, hook_bench): 64 constructs of 64 KiB `to` took
+ * 1307-1331 us over the bus against 1810-1825 by the bulk copy, 16 of 512 KiB 1121-1141
+ * against 990-1035; gathers of 512 KiB written over the bus won, 917-981 against 1230-1297. */
+#define OB_BUS_PACK_MAX ((size_t)256 << 10)
+
 /* The staged step of a level runs in two halves around the level's other steps: prepare packs,
  * writes descriptors and launches the in-place and gather kernel, leaving the bulk copies in
  * exec->extra_*; the first batch call of the level takes them (or flush_extras sends them);

@@ -164,35 +164,47 @@ std::vector<size_t> random_sizes(size_t count, size_t most, uint64_t salt)
 TEST_F(Strategy, StagedMovesEveryLaneByteExact)
 {
     // Edge sizes around the 16-byte units and the kernel's 64 KiB chunks, then random ones:
-    // about 600 KiB, under the bus's 1 MiB by default, through the bulk copy with it at 0.
-    std::vector<size_t> sizes = {1, 15, 16, 17, 63, 65535, 65536, 65537, 200000};
+    // about 240 KiB, then about 600 KiB, under the bus's 1 MiB by default, through the bulk
+    // copy with it at 0. Packs of more than OB_BUS_PACK_MAX take the bulk copy either way.
+    std::vector<size_t> small = {1, 15, 16, 17, 63, 65535, 65536, 65537};
+    for (size_t n : random_sizes(10, 5000, 5))
+        small.push_back(n);
+    std::vector<size_t> large = small;
+    large.push_back(200000);
     for (size_t n : random_sizes(40, 9000, 7))
-        sizes.push_back(n);
-    for (bool bus : {false, true}) {
-        bus_kb(bus ? "1024" : "0");
-        for (const LaneSpec &lane : kLanes) {
-            SCOPED_TRACE(std::string(lane.name) + (bus ? ", over the bus" : ", bulk copy"));
-            ob_staging_free_idle();
-            fake_cuda_stats before;
-            fake().get_stats(&before);
-            ompbatch_stats s = move(lane, sizes, OMPBATCH_STRATEGY_STAGED, 11);
-            EXPECT_EQ(sizes.size(), s.staged_copies);
-            EXPECT_EQ(0u, s.staging_refused);
-            EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
-            bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
-            EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
-            // Pack and gather lanes: one kernel plus the bulk copy, alone in the level's
-            // copy-engine part, so a cuMemcpyAsync; over the bus, and in-place lanes: the
-            // kernel alone, and no device staging.
-            EXPECT_EQ(1u, s.kernel_launches);
-            EXPECT_EQ(packs && !bus ? 1u : 0u, s.driver_calls);
-            EXPECT_EQ(0u, s.batch_calls);
-            fake_cuda_stats after;
-            fake().get_stats(&after);
-            EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
-            ob_staging_totals t;
-            ob_staging_get_totals(&t);
-            EXPECT_EQ(packs && !bus, t.device_bytes > 0) << t.device_bytes;
+        large.push_back(n);
+    for (const std::vector<size_t> &sizes : {small, large}) {
+        size_t total = 0;
+        for (size_t n : sizes)
+            total += n;
+        for (bool bus : {false, true}) {
+            bus_kb(bus ? "1024" : "0");
+            for (const LaneSpec &lane : kLanes) {
+                SCOPED_TRACE(std::string(lane.name) + (bus ? ", over the bus" : ", bulk copy") +
+                             ", " + std::to_string(total) + " bytes");
+                ob_staging_free_idle();
+                fake_cuda_stats before;
+                fake().get_stats(&before);
+                ompbatch_stats s = move(lane, sizes, OMPBATCH_STRATEGY_STAGED, 11);
+                EXPECT_EQ(sizes.size(), s.staged_copies);
+                EXPECT_EQ(0u, s.staging_refused);
+                EXPECT_TRUE(s.paths & OMPBATCH_PATH_KERNEL);
+                bool packs = lane.src == PAGEABLE || lane.dst == PAGEABLE;
+                bool over_bus = bus && !(lane.src == PAGEABLE && total > OB_BUS_PACK_MAX);
+                EXPECT_EQ(packs, (s.paths & OMPBATCH_PATH_STAGED) != 0);
+                // Pack and gather lanes: one kernel plus the bulk copy, alone in the level's
+                // copy-engine part, so a cuMemcpyAsync; over the bus, and in-place lanes: the
+                // kernel alone, and no device staging.
+                EXPECT_EQ(1u, s.kernel_launches);
+                EXPECT_EQ(packs && !over_bus ? 1u : 0u, s.driver_calls);
+                EXPECT_EQ(0u, s.batch_calls);
+                fake_cuda_stats after;
+                fake().get_stats(&after);
+                EXPECT_EQ(1u, after.kernels_executed - before.kernels_executed);
+                ob_staging_totals t;
+                ob_staging_get_totals(&t);
+                EXPECT_EQ(packs && !over_bus, t.device_bytes > 0) << t.device_bytes;
+            }
         }
     }
 }
