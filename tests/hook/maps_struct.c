@@ -176,18 +176,28 @@ static void test_attach_separate(void)
 #pragma omp target update to(c.s.tag)
     vec_step(&c, &c.s, tag0 + 4, tag0 + 5, 15, "attach: after update to of a member");
 
+    /* Two members around the attached pointer: clang's combined entry spans the pointer, and
+     * moves nothing; the pointer must stay the device address there and the host one here. */
+    c.s.tag = tag0 + 6;
+    c.s.extra += 2.0;
+#pragma omp target update to(c.s.tag, c.s.extra)
+    vec_step(&c, &c.s, tag0 + 6, tag0 + 7, 19, "attach: after update to of two members");
+    c.s.tag = -1;
+#pragma omp target update from(c.s.tag, c.s.extra)
+    vec_expect_host(&c, &c.s, tag0 + 7, "attach: after update from of two members");
+
     ht_buf_scramble(&w, 0, wn, 16);
     ht_buf_poison(&w, 17);
     vec_poison(&c, 18);
-    c.s.tag = tag0 + 6;
+    c.s.tag = tag0 + 8;
 #pragma omp target exit data map(from : c.s.p[0:c.s.n], wp[0:wn])
     ht_buf_copied_from(&w, 0, wn);
     memcpy(c.phost, c.pdev, vec_bytes(&c));
     ht_buf_expect_host(&w, "attach: w after exit");
-    vec_expect_host(&c, &c.s, tag0 + 6, "attach: after exit of the data");
+    vec_expect_host(&c, &c.s, tag0 + 8, "attach: after exit of the data");
 
 #pragma omp target exit data map(from : c.s)
-    vec_expect_host(&c, &c.s, tag0 + 5, "attach: after exit of the struct");
+    vec_expect_host(&c, &c.s, tag0 + 7, "attach: after exit of the struct");
     OB_CHECK(ht_is_unmapped(&c.s, sizeof c.s), "attach: struct still mapped");
     printf("attach: n %d tag %d extra %.17g\n", c.s.n, c.s.tag, c.s.extra);
     ht_report("attach: data", c.host_p, vec_bytes(&c));
