@@ -111,7 +111,7 @@ typedef struct scratch {
 } scratch;
 
 /* A construct's arrays are kept for the thread's next construct: allocating and freeing
- * them (five blocks, the items zeroed) was a third of what the hook spends on a construct of
+ * them (four blocks, the items zeroed) was a third of what the hook spends on a construct of
  * 48 struct members it forwards. A construct that comes while the thread's arrays are in use
  * (a runtime calling back) allocates its own. Larger arrays than this are not kept. */
 #define OB_SCRATCH_KEEP_ITEMS 1024
