@@ -16,7 +16,8 @@
 /* A dropped entry stays in place as a tombstone, an empty range at its old end, until
  * tombstones outnumber live entries: an exit construct drops its arrays from the front of a
  * table of thousands, and closing each gap at once moved the whole tail every time (45% of the
- * hook's instructions for 64 enter and exit constructs of 16 arrays, with 1024 mapped). Order
+ * hook's instructions under callgrind for 64 enter and exit constructs of 16 arrays with 1024
+ * mapped, though little of the wall time on the build machine). Order
  * and disjointness hold for tombstones too, so the binary search needs no change; a range is
  * never inside one, and an insert reuses a tombstone where it falls. */
 typedef struct range_table {
