@@ -257,6 +257,29 @@ static void duo_member_copied(unsigned char *to, const unsigned char *from, int 
 #define DUO_A offsetof(duo, a), sizeof(((duo *)0)->a)
 #define DUO_B offsetof(duo, b), sizeof(((duo *)0)->b)
 
+/* An array of duos and what its host and device copies must hold. */
+typedef struct duo_case {
+    duo *d;
+    unsigned char *dev, *host;
+    size_t bytes;
+} duo_case;
+
+/* New data on both sides, unlike before and unlike each other: the device copy scrambled by a
+ * kernel, the host array poisoned. */
+static void duo_new_data(duo_case *c, uint64_t salt)
+{
+    ht_device_scramble(c->d, c->bytes, salt);
+    ht_host_scramble(c->dev, c->bytes, salt);
+    ht_fill_unlike(c->d, c->d, c->bytes, salt + 1);
+    memcpy(c->host, c->d, c->bytes);
+}
+
+static void duo_expect(const duo_case *c, const char *what)
+{
+    ht_expect_host(c->d, c->host, c->bytes, what);
+    ht_expect_device(c->d, c->dev, c->bytes, what);
+}
+
 /* Updates naming members of several structs of a mapped array (clang adds each struct's
  * combined entry, which moves nothing, around the members it names): `to`, `from`, both in
  * one construct, and members of an array that is not mapped (no copy either way). Every byte of
@@ -264,57 +287,50 @@ static void duo_member_copied(unsigned char *to, const unsigned char *from, int 
 static void test_member_updates(void)
 {
     enum { N = 6 };
-    size_t bytes = N * sizeof(duo);
-    duo *d = ht_malloc(bytes);
-    ht_fill_random(d, bytes, 300);
-    unsigned char *dev = ht_dup(d, bytes), *host = ht_malloc(bytes);
+    duo_case c = {.bytes = N * sizeof(duo)};
+    c.d = ht_malloc(c.bytes);
+    ht_fill_random(c.d, c.bytes, 300);
+    c.dev = ht_dup(c.d, c.bytes);
+    c.host = ht_malloc(c.bytes);
+    duo *d = c.d;
     /* One pointer per struct: a clause may not name two elements of one array. */
     duo *d0 = &d[0], *d1 = &d[1], *d2 = &d[2], *d3 = &d[3], *d4 = &d[4], *d5 = &d[5];
 #pragma omp target enter data map(to : d[0:N])
-    ht_fill_unlike(d, dev, bytes, 301);
-    memcpy(host, d, bytes);
+    ht_fill_unlike(d, c.dev, c.bytes, 301);
+    memcpy(c.host, d, c.bytes);
 #pragma omp target update to(d1->a, d1->b, d2->a, d2->b, d4->b)
-    duo_member_copied(dev, host, 1, DUO_A);
-    duo_member_copied(dev, host, 1, DUO_B);
-    duo_member_copied(dev, host, 2, DUO_A);
-    duo_member_copied(dev, host, 2, DUO_B);
-    duo_member_copied(dev, host, 4, DUO_B);
-    ht_expect_device(d, dev, bytes, "members: device after update to");
-    ht_expect_host(d, host, bytes, "members: host after update to");
+    duo_member_copied(c.dev, c.host, 1, DUO_A);
+    duo_member_copied(c.dev, c.host, 1, DUO_B);
+    duo_member_copied(c.dev, c.host, 2, DUO_A);
+    duo_member_copied(c.dev, c.host, 2, DUO_B);
+    duo_member_copied(c.dev, c.host, 4, DUO_B);
+    duo_expect(&c, "members: after update to");
 
-    ht_device_scramble(d, bytes, 302);
-    ht_host_scramble(dev, bytes, 302);
-    ht_fill_unlike(d, d, bytes, 303);
-    memcpy(host, d, bytes);
+    duo_new_data(&c, 302);
 #pragma omp target update from(d0->b, d3->a, d3->b, d5->a)
-    duo_member_copied(host, dev, 0, DUO_B);
-    duo_member_copied(host, dev, 3, DUO_A);
-    duo_member_copied(host, dev, 3, DUO_B);
-    duo_member_copied(host, dev, 5, DUO_A);
-    ht_expect_host(d, host, bytes, "members: host after update from");
-    ht_expect_device(d, dev, bytes, "members: device after update from");
+    duo_member_copied(c.host, c.dev, 0, DUO_B);
+    duo_member_copied(c.host, c.dev, 3, DUO_A);
+    duo_member_copied(c.host, c.dev, 3, DUO_B);
+    duo_member_copied(c.host, c.dev, 5, DUO_A);
+    duo_expect(&c, "members: after update from");
 
-    ht_device_scramble(d, bytes, 304);
-    ht_host_scramble(dev, bytes, 304);
-    ht_fill_unlike(d, d, bytes, 305);
-    memcpy(host, d, bytes);
+    duo_new_data(&c, 304);
 #pragma omp target update to(d2->b, d5->a) from(d1->a, d4->b)
-    duo_member_copied(dev, host, 2, DUO_B);
-    duo_member_copied(dev, host, 5, DUO_A);
-    duo_member_copied(host, dev, 1, DUO_A);
-    duo_member_copied(host, dev, 4, DUO_B);
-    ht_expect_host(d, host, bytes, "members: host after update to and from");
-    ht_expect_device(d, dev, bytes, "members: device after update to and from");
+    duo_member_copied(c.dev, c.host, 2, DUO_B);
+    duo_member_copied(c.dev, c.host, 5, DUO_A);
+    duo_member_copied(c.host, c.dev, 1, DUO_A);
+    duo_member_copied(c.host, c.dev, 4, DUO_B);
+    duo_expect(&c, "members: after update to and from");
 #pragma omp target exit data map(delete : d[0:N])
-    OB_CHECK(ht_is_unmapped(d, bytes), "members: still mapped");
+    OB_CHECK(ht_is_unmapped(d, c.bytes), "members: still mapped");
 
     /* Not mapped: the runtime copies nothing and says nothing. */
-    memcpy(host, d, bytes);
+    memcpy(c.host, d, c.bytes);
 #pragma omp target update to(d1->a, d1->b) from(d3->b)
-    ht_expect_host(d, host, bytes, "members: host after updates of unmapped members");
-    ht_report("members: array", d, bytes);
-    free(dev);
-    free(host);
+    ht_expect_host(d, c.host, c.bytes, "members: host after updates of unmapped members");
+    ht_report("members: array", d, c.bytes);
+    free(c.dev);
+    free(c.host);
     free(d);
 }
 
