@@ -1326,8 +1326,11 @@ void ob_hook_end(const ob_construct *c)
             it->why = OB_REASON_STILL_MAPPED;
     }
     /* Large ones in parallel, as the staged strategy unpacks. */
-    if (done > 0)
+    if (done > 0) {
+        uint64_t started = ob_phase_start();
         ob_host_moves_run(moves, done, OB_MOVE_UNPACK);
+        ob_phase_end(OB_PHASE_UNPACK, started);
+    }
     if (candidates > 0)
         ob_hook_buffer_put(&buffer);
     settle_end(c, items);
