@@ -451,7 +451,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                        lay.rects);
     /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
      * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
-     * mapped at its host address under unified addressing); the scatter's table travels to the
+     * mapped at its host address under unified addressing), or, up to OB_INLINE_PIECES
+     * descriptors, gets it as the launch's parameter; the scatter's table travels to the
      * device with the packed pieces, in the same bulk copy. Over the bus there is no second
      * table and no device part: the first kernel reads the packed bytes and writes the
      * gathered ones where the host has them. */
