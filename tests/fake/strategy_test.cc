@@ -632,6 +632,87 @@ TEST_F(Strategy, OneGatheredPieceNeedsNoGatherKernel)
     }
 }
 
+// A staged level over the bus whose kernel carries at most OB_INLINE_PIECES descriptors is
+// launched before its bytes are packed; each packed piece waits for its ready word (kernels.h),
+// the fake's kernel as a GPU's blocks do, and gives up loudly on one never set. Gathered
+// pieces in the same launch wait for nothing. An asynchronous batch reads its pageable sources
+// in stream order: the stream is waited for before the launch, never after it (that launch
+// would wait for packs the host only makes after the wait). More descriptors, or the bulk
+// copy, pack first.
+TEST_F(Strategy, SmallPacksOverTheBusAreLaunchedBeforeTheyArePacked)
+{
+    struct Case {
+        int packs;        // host -> device pieces of at most 4 KiB
+        int gathers;      // device -> pageable pieces in the same level
+        int synchronous;  // the batch option
+        bool bus;
+        bool early;       // the launch is made before the packs
+    };
+    const Case cases[] = {
+        {16, 0, 1, true, true},  {16, 0, 0, true, true},  {1 + 1, 0, 1, true, true},
+        {20, 12, 1, true, true}, {20, 12, 0, true, true}, {33, 0, 1, true, false},
+        {20, 13, 1, true, false}, {16, 0, 1, false, false},
+    };
+    TestRng rng(test_seed());
+    for (const Case &c : cases) {
+        SCOPED_TRACE(std::to_string(c.packs) + " packed, " + std::to_string(c.gathers) +
+                     " gathered, synchronous " + std::to_string(c.synchronous) +
+                     (c.bus ? ", over the bus" : ", bulk copy"));
+        bus_kb(c.bus ? "1024" : "0");
+        const size_t slot = 4096 + 64;
+        Buffer host(PAGEABLE, slot * 33), back(PAGEABLE, slot * 13), dev(DEVICE, slot * 48),
+            busy_src(DEVICE, 1 << 16), busy_dst(DEVICE, 1 << 16);
+        host.fill(rng());
+        dev.fill(rng());
+        busy_src.fill(rng());
+        std::memset(back.ptr, 0x5A, back.bytes);
+        std::vector<unsigned char> dev_before(dev.ptr, dev.ptr + dev.bytes);
+        std::vector<size_t> sizes;
+        for (int i = 0; i < c.packs + c.gathers; i++)
+            sizes.push_back(1 + rng() % 4096);
+        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+        o.synchronous = c.synchronous;
+        // Device work ahead on the stream: the asynchronous batch's packs wait for it.
+        Batch ahead(0, nullptr, &o);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(ahead.b, busy_dst.ptr, 0, busy_src.ptr, 0,
+                                                  busy_src.bytes, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(ahead.b)) << ompbatch_last_error();
+        fake_cuda_stats before;
+        fake().get_stats(&before);
+        Batch b(0, nullptr, &o);
+        for (int i = 0; i < c.packs; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * slot + (i & 15), 0,
+                                                      host.ptr + i * slot + 3, H, sizes[i], 0));
+        for (int g = 0; g < c.gathers; g++)
+            ASSERT_EQ(OMPBATCH_OK,
+                      ompbatch_batch_add(b.b, back.ptr + g * slot + 1, H,
+                                         dev.ptr + (34 + g) * slot, 0, sizes[c.packs + g], 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        fake_cuda_stats submitted;
+        fake().get_stats(&submitted);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(ahead.b)) << ompbatch_last_error();
+        ompbatch_stats s = b.stats();
+        EXPECT_EQ((size_t)(c.packs + c.gathers), s.staged_copies);
+        EXPECT_EQ(c.early ? 1u : 0u,
+                  submitted.kernels_launched_early - before.kernels_launched_early);
+        if (c.bus) {
+            EXPECT_EQ(1u, s.kernel_launches);
+            EXPECT_EQ(0u, s.driver_calls);
+        }
+        std::vector<unsigned char> want = dev_before;
+        for (int i = 0; i < c.packs; i++)
+            std::memcpy(&want[i * slot + (i & 15)], host.ptr + i * slot + 3, sizes[i]);
+        ASSERT_EQ(0, std::memcmp(want.data(), dev.ptr, dev.bytes));
+        for (size_t k = 0; k < back.bytes; k++) {
+            size_t g = k >= 1 ? (k - 1) / slot : 0, at = k >= 1 ? (k - 1) % slot : slot;
+            bool inside = k >= 1 && (int)g < c.gathers && at < sizes[c.packs + g];
+            ASSERT_EQ(inside ? dev_before[(34 + g) * slot + at] : 0x5A, back.ptr[k])
+                << "byte " << k;
+        }
+    }
+}
+
 TEST_F(Strategy, AutoKeepsLargePinnedPiecesDirect)
 {
     ompbatch_stats s = move(kLanes[H2D_PINNED], std::vector<size_t>(4, 4 << 20),
