@@ -19,22 +19,11 @@ typedef struct ob_piece {
 
 /* The copy kernel's twin for launches of at most OB_INLINE_PIECES pieces, whose descriptors
  * travel as the launch's parameter (keep in step with copy_pieces.cu): the blocks start on the
- * bytes without first reading a table over the bus.
- *
- * Such a launch may precede the packing of the bytes it reads: `ready`, when not 0, is the
- * address of 32-bit words in pinned host memory, and piece p with ready_word[p] other than
- * OB_READY_NONE starts only once word ready_word[p] holds `ready_value` (the host stores it,
- * with release order, after the piece's bytes). The host sets every word it names without
- * waiting for the GPU in between, so the blocks never wait on work queued behind them. */
+ * bytes without first reading a table over the bus. */
 #define OB_INLINE_PIECES 32
-#define OB_READY_NONE 0xffu
 
 typedef struct ob_inline_pieces {
     uint64_t count;
-    uint64_t ready;
-    uint32_t ready_value;
-    uint32_t reserved; /* 0 */
-    uint8_t ready_word[OB_INLINE_PIECES];
     ob_piece piece[OB_INLINE_PIECES];
 } ob_inline_pieces;
 

@@ -52,7 +52,6 @@ typedef struct ob_exec {
     size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
     size_t batch_fallbacks;    /* batch calls that failed and were sent one copy at a time */
     int stream_busy;           /* device work enqueued since the last synchronisation */
-    uint32_t ready_value;      /* what the last launch made before its packs waited for */
     /* Scratch arrays for one driver batch call, grown as needed. */
     CUdeviceptr *dsts;
     CUdeviceptr *srcs;

@@ -21,7 +21,6 @@
  * destination's walk -- chunk by chunk while the launch still runs, each chunk saying when it
  * landed -- or moved in place. */
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,19 +59,10 @@ static size_t align_up(size_t value, size_t to)
 #define OB_INLINE_LAUNCH_MAX OB_INLINE_PIECES
 #endif
 
-/* How the pieces of a launch made before its packs wait for them (kernels.h). */
-typedef struct ready_words {
-    uint32_t *words; /* in pinned staging, one per pack */
-    uint32_t value;
-    uint8_t word_of[OB_INLINE_PIECES]; /* per descriptor: its pack's word, or OB_READY_NONE */
-} ready_words;
-
 /* One launch of the copy kernel over `count` descriptors at `table`, an address the GPU
  * reaches. `host_table`, when not NULL, is the same descriptors where the CPU reads them: a
- * launch of few pieces then carries them as its parameter, and with `ready` (not NULL only for
- * such a launch) its pieces wait for their packs' words. */
-static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count,
-                  const ready_words *ready)
+ * launch of few pieces then carries them as its parameter. */
+static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count)
 {
     if (count == 0)
         return OMPBATCH_OK;
@@ -83,11 +73,6 @@ static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, 
     ob_inline_pieces inline_table;
     if (host_table != NULL && count <= OB_INLINE_LAUNCH_MAX) {
         inline_table.count = count;
-        inline_table.ready = ready != NULL ? (uint64_t)(uintptr_t)ready->words : 0;
-        inline_table.ready_value = ready != NULL ? ready->value : 0;
-        inline_table.reserved = 0;
-        if (ready != NULL)
-            memcpy(inline_table.ready_word, ready->word_of, count);
         memcpy(inline_table.piece, host_table, count * sizeof(ob_piece));
         params[0] = &inline_table;
         kernel = exec->kernels.copy_inline;
@@ -239,26 +224,6 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kin
     free(starts);
 }
 
-_Static_assert(offsetof(ob_inline_pieces, piece) == 56, "ob_inline_pieces as copy_pieces.cu has it");
-
-/* Packs on this thread with ordinary stores (the kernel reads them over the bus from this
- * core's cache), each pack followed by its ready word with release order, so the word never
- * becomes visible before the bytes it vouches for. On x86 a store fence first: memcpy may use
- * streaming stores, which the processor's store order (all a release store relies on there)
- * does not cover. */
-static void pack_releasing(const ob_host_move *moves, size_t count, const ready_words *ready)
-{
-    uint64_t started = ob_phase_start();
-    for (size_t i = 0; i < count; i++) {
-        move_range(&moves[i], 0, moves[i].bytes, 1, copy_plain);
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_sfence();
-#endif
-        __atomic_store_n(&ready->words[i], ready->value, __ATOMIC_RELEASE);
-    }
-    ob_phase_end(OB_PHASE_PACK, started);
-}
-
 /* ---- prepare ------------------------------------------------------------------------------- */
 
 static int reserve_moves(ob_exec *exec, size_t needed)
@@ -293,11 +258,10 @@ static void add_pieces(ob_piece *table, size_t *count, uintptr_t dst, uintptr_t 
 }
 
 /* Where a packed or gathered piece lies in its area: the phase of its device address mod 16
- * is kept, so the kernel moves it in 16-byte units, and no two pieces share a 128-byte line
- * (a launch made before its packs reads each piece only once it is ready: copy_pieces.cu). */
+ * is kept, so the kernel moves it in 16-byte units. */
 static size_t place(size_t *cursor, uintptr_t device_address, size_t bytes)
 {
-    size_t at = align_up(*cursor, 128) + (device_address & 15);
+    size_t at = align_up(*cursor, 64) + (device_address & 15);
     *cursor = at + bytes;
     return at;
 }
@@ -375,7 +339,7 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
 static int run_kept(ob_exec *exec, const ob_step *step)
 {
-    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces, NULL);
+    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces);
     if (status != OMPBATCH_OK)
         return status;
     /* Counted when kept: reading the plan's copies again costs more than the launch. */
@@ -461,12 +425,6 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         lay.first_pieces += lay.second_pieces;
         lay.second_pieces = 0;
     }
-    /* A small pack over the bus whose one launch carries its descriptors is launched before it
-     * is packed: the launch's latency passes while this thread packs, and each piece crosses
-     * the bus as soon as its pack's word says it is there (kernels.h). */
-    int early = bus && lay.packs > 0 && lay.rects == 0 &&
-                lay.first_pieces <= OB_INLINE_LAUNCH_MAX && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES;
-    size_t ready_area = early ? align_up(lay.packs * sizeof(uint32_t), 64) : 0;
     size_t first_table = align_up(lay.first_pieces * sizeof(ob_piece), 64);
     size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
     size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
@@ -476,7 +434,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         return status;
     if (ob_staging_acquire(exec->ordinal,
                            first_table + second_table + pack_area + gather_area +
-                               rect_gather_area + lay.rect_flag_bytes + ready_area,
+                               rect_gather_area + lay.rect_flag_bytes,
                            bus ? 0 : second_table + pack_area + gather_area,
                            &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
@@ -509,9 +467,6 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t rect_gather_cursor = 0;
     unsigned char *rect_flags_host = rect_gather_host + rect_gather_area;
     size_t rect_flags_cursor = 0;
-    ready_words ready;
-    ready.words = (uint32_t *)(rect_flags_host + lay.rect_flag_bytes);
-    memset(ready.word_of, OB_READY_NONE, sizeof(ready.word_of));
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
@@ -576,13 +531,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
             at = place(&pack_cursor, c->dst, c->bytes);
             exec->moves[packs++] =
                 (ob_host_move){pack_host + at, (const void *)c->src, c->bytes, NULL};
-            if (bus) {
-                size_t from = n_first;
+            if (bus)
                 add_pieces(first, &n_first, c->dst, (uintptr_t)(pack_host + at), c->bytes,
                            lay.chunk);
-                for (size_t d = from; early && d < n_first; d++)
-                    ready.word_of[d] = (uint8_t)(packs - 1);
-            } else
+            else
                 add_pieces(second, &n_second, c->dst, (uintptr_t)(pack_device + at), c->bytes,
                            lay.chunk);
             break;
@@ -608,32 +560,18 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     /* A packed source in stream order may be the target of work still on the stream. */
     if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
         return status;
-    if (early) {
-        /* Nothing between the launch and the last word may wait for the stream: the launch
-         * waits for the words. */
-        memset(ready.words, 0, packs * sizeof(*ready.words));
-        ready.value = ++exec->ready_value != 0 ? exec->ready_value : ++exec->ready_value;
-        if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first, &ready)) !=
-            OMPBATCH_OK)
-            return status;
-        pack_releasing(exec->moves, packs, &ready);
+    if (packs > 0) {
+        uint64_t started = ob_phase_start();
+        /* A pack on one thread that the kernel reads over the bus stays in that thread's
+         * cache; larger packs, and packs for the bulk copy, go to memory. */
+        ob_host_moves_run(exec->moves, packs,
+                          bus && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES ? OB_MOVE_PACK_CACHED
+                                                                         : OB_MOVE_PACK_STREAMING);
+        ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
-    } else {
-        if (packs > 0) {
-            uint64_t started = ob_phase_start();
-            /* A pack on one thread that the kernel reads over the bus stays in that thread's
-             * cache; larger packs, and packs for the bulk copy, go to memory. */
-            ob_host_moves_run(exec->moves, packs,
-                              bus && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES
-                                  ? OB_MOVE_PACK_CACHED
-                                  : OB_MOVE_PACK_STREAMING);
-            ob_phase_end(OB_PHASE_PACK, started);
-            exec->staged.paths |= OMPBATCH_PATH_STAGED;
-        }
-        if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first, NULL)) !=
-            OMPBATCH_OK)
-            return status;
     }
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first)) != OMPBATCH_OK)
+        return status;
     for (size_t k = 0; k < first_rects; k++)
         if ((status = launch_rect(exec, &exec->rect_scatters[lay.rects - 1 - k])) != OMPBATCH_OK)
             return status;
@@ -705,7 +643,7 @@ int ob_staged_finish(ob_exec *exec)
 {
     int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
-        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count, NULL);
+        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count);
     for (size_t k = 0; k < exec->rect_scatter_count && status == OMPBATCH_OK; k++)
         status = launch_rect(exec, &exec->rect_scatters[k]);
     exec->scatter_count = 0;

@@ -16,7 +16,6 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "plugin/cuda/driver_api.h"
@@ -401,53 +399,6 @@ static void check_reachable(int ordinal, const char *what, unsigned int piece, u
             ordinal, what, (unsigned long)p, a->ctx->ordinal);
 }
 
-static uint64_t monotonic_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* Whether some piece of an inline launch would wait for its ready word now (kernels.h). */
-static bool ready_pending(const ob_inline_pieces *t)
-{
-    if (t->ready == 0)
-        return false;
-    const uint32_t *words = (const uint32_t *)(uintptr_t)t->ready;
-    for (uint64_t p = 0; p < t->count; p++)
-        if (t->ready_word[p] != OB_READY_NONE &&
-            __atomic_load_n(&words[t->ready_word[p]], __ATOMIC_ACQUIRE) != t->ready_value)
-            return true;
-    return false;
-}
-
-/* The pieces of an inline launch wait for their ready words as the GPU's blocks do. The host
- * stores them without calling the driver, so waiting with the fake's lock held is what a
- * GPU does; a word still unset after seconds is a launch the host never released, which
- * would hang a GPU: the test stops with the reason. */
-static void wait_ready(const ob_inline_pieces *t, int ordinal)
-{
-    if (t->ready == 0)
-        return;
-    if (t->reserved != 0 || t->ready_value == 0)
-        die("ob_copy_pieces_inline: ready value %u, reserved %u", t->ready_value, t->reserved);
-    uint8_t most = 0;
-    for (uint64_t p = 0; p < t->count; p++)
-        if (t->ready_word[p] != OB_READY_NONE && t->ready_word[p] + 1u > most)
-            most = (uint8_t)(t->ready_word[p] + 1u);
-    if (most > 0)
-        check_reachable(ordinal, "the ready words", 0, (uintptr_t)t->ready,
-                        most * sizeof(uint32_t));
-    uint64_t start = monotonic_ns();
-    while (ready_pending(t)) {
-        if (monotonic_ns() - start > 10000000000ull)
-            die("ob_copy_pieces_inline: a piece waited 10 s for its ready word at %#lx; the "
-                "host never stored %u there",
-                (unsigned long)t->ready, t->ready_value);
-        sched_yield();
-    }
-}
-
 /* The copy kernel, as the GPU would run it: the descriptors are read when it runs, and a piece
  * outside memory the GPU reaches is a fault the real kernel would report asynchronously; the
  * fake stops the test with the reason. */
@@ -458,7 +409,6 @@ static void pieces_run(const struct op *op, int ordinal)
     if (op->is_inline) {
         pieces = (const uint64_t *)op->inline_table.piece;
         count = (unsigned int)op->inline_table.count;
-        wait_ready(&op->inline_table, ordinal);
     } else {
         check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)pieces,
                         (size_t)count * 3 * sizeof(uint64_t));
@@ -1496,8 +1446,6 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
             if (op->inline_table.count == 0 || op->inline_table.count > OB_INLINE_PIECES)
                 die("ob_copy_pieces_inline: %lu pieces",
                     (unsigned long)op->inline_table.count);
-            if (ready_pending(&op->inline_table))
-                g.stats.kernels_launched_early++;
         } else {
             op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
             op->piece_count = *(unsigned int *)params[1];

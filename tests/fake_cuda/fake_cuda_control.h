@@ -89,9 +89,6 @@ struct fake_cuda_stats {
     unsigned long long kernels_launched;  /* copy-kernel launches accepted */
     unsigned long long kernels_executed;  /* copy-kernel launches run (each also counts as one
                                              copy executed) */
-    /* Inline copy-kernel launches made before the host had packed all the pieces they wait
-     * for (kernels.h: some ready word not yet holding the launch's value at the launch). */
-    unsigned long long kernels_launched_early;
     unsigned long long batch_calls_succeeded;
     /* Copies of a batch whose destination overlaps the source or destination of another copy of
      * the same call, or whose source overlaps a destination (its own included). The real driver

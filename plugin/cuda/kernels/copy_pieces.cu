@@ -53,47 +53,18 @@ extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int c
 
 /* A few pieces come as the parameter itself (kernels.h): each block reads its descriptor from
  * the constant parameter space instead of waiting for it to cross the bus before it can start
- * on the bytes. __grid_constant__ lets the blocks index it without a private copy.
- *
- * Such a launch may be queued before the host has packed its bytes (kernels.h): a piece with a
- * ready word waits, one thread polling, until the host stores the launch's value there. The
- * volatile load is a relaxed system-scope load; the system fence after it and the barrier make
- * the host's earlier stores of the piece visible to every thread of the block. Packed pieces
- * never share a 128-byte line of staging, so no line fetched for a piece that was ready holds
- * stale bytes of one that was not. */
+ * on the bytes. __grid_constant__ lets the blocks index it without a private copy. */
 #define OB_INLINE_PIECES 32
-#define OB_READY_NONE 0xffu
 
 struct ob_inline_pieces {
     unsigned long long count;
-    unsigned long long ready;
-    unsigned int ready_value;
-    unsigned int reserved;
-    unsigned char ready_word[OB_INLINE_PIECES];
     ob_piece piece[OB_INLINE_PIECES];
 };
-static_assert(__builtin_offsetof(ob_inline_pieces, piece) == 56, "as kernels.h lays it out");
-
-__device__ void wait_ready(const ob_inline_pieces &table, unsigned int p)
-{
-    if (table.ready == 0 || table.ready_word[p] == OB_READY_NONE)
-        return;
-    if (threadIdx.x == 0) {
-        volatile const unsigned int *word =
-            (volatile const unsigned int *)table.ready + table.ready_word[p];
-        while (*word != table.ready_value) {
-        }
-        __threadfence_system();
-    }
-    __syncthreads();
-}
 
 extern "C" __global__ void ob_copy_pieces_inline(const __grid_constant__ ob_inline_pieces table)
 {
-    for (unsigned int p = blockIdx.x; p < table.count; p += gridDim.x) {
-        wait_ready(table, p);
+    for (unsigned int p = blockIdx.x; p < table.count; p += gridDim.x)
         copy_piece(table.piece[p]);
-    }
 }
 
 /* Rectangles: one launch moves a whole rectangle between two walks (kernels.h says how a
