@@ -18,15 +18,13 @@
 #define OB_SPIN_NS 100000
 
 typedef struct pool {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;    /* guards started and the sleeps on wake and done */
     pthread_cond_t wake;
     pthread_cond_t done;
     size_t started;          /* helper threads running */
-    ob_work_fn fn;
+    ob_work_fn fn;           /* the current job: written before its ticket is published */
     void *arg;
-    size_t parts;
-    size_t next_part;        /* parts handed out so far */
-    size_t finished;         /* parts done */
+    atomic_size_t finished;  /* the current job's parts done */
 } pool;
 
 /* Helpers that come late -- descheduled because the program's own threads hold every core --
@@ -37,8 +35,28 @@ typedef struct pool {
 #define OB_LATE_NS 50000
 #define OB_ALONE_NS 200000000ull
 
-/* Bumped for every job; spinning helpers watch it without the lock. */
-static atomic_ulong generation;
+/* The current job's ticket: its generation (high 32 bits), its parts (next 16) and the next
+ * part to hand out (low 16). A part is claimed by a compare-and-swap of the whole ticket, so
+ * the threads taking the parts of a pack of a few microseconds do not queue on a lock, and a
+ * helper that read an older job's ticket cannot claim a part of a newer one. */
+static _Atomic uint64_t ticket;
+#define OB_TICKET_PARTS_MAX 0xffffu
+
+static uint32_t ticket_generation(uint64_t t)
+{
+    return (uint32_t)(t >> 32);
+}
+
+static size_t ticket_parts(uint64_t t)
+{
+    return (size_t)((t >> 16) & OB_TICKET_PARTS_MAX);
+}
+
+static size_t ticket_next(uint64_t t)
+{
+    return (size_t)(t & OB_TICKET_PARTS_MAX);
+}
+
 static _Atomic uint64_t alone_until; /* ob_clock_ns() before which jobs run on the caller */
 static atomic_long awake_helpers;     /* helpers working or spinning: runnable, but ours */
 
@@ -57,49 +75,67 @@ size_t ob_workers_threads(void)
     return threads < 1 ? 1 : threads > OB_MAX_WORKERS ? OB_MAX_WORKERS : threads;
 }
 
-/* Takes the next part of the current job; the lock is held. */
-static int take_part(size_t *part)
+/* Claims the next part of the current job, if any is left; *seen: the ticket looked at last.
+ * The acquiring swap makes the job's fn and arg, written before its ticket, visible. */
+static int take_part(size_t *part, size_t *parts, uint64_t *seen)
 {
-    if (workers.fn == NULL || workers.next_part >= workers.parts)
-        return 0;
-    *part = workers.next_part++;
-    return 1;
+    uint64_t t = atomic_load_explicit(&ticket, memory_order_relaxed);
+    while (ticket_next(t) < ticket_parts(t)) {
+        if (atomic_compare_exchange_weak_explicit(&ticket, &t, t + 1, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            *part = ticket_next(t);
+            *parts = ticket_parts(t);
+            *seen = t + 1;
+            return 1;
+        }
+    }
+    *seen = t;
+    return 0;
 }
 
-/* Waits, without the lock, up to OB_SPIN_NS for a job newer than `seen`. */
-static void spin_for_job(unsigned long seen)
+/* A part is done; the helper that ends the job tells a caller asleep on `done`. */
+static void finish_part(size_t parts)
+{
+    if (atomic_fetch_add_explicit(&workers.finished, 1, memory_order_acq_rel) + 1 == parts) {
+        pthread_mutex_lock(&workers.lock);
+        pthread_cond_signal(&workers.done);
+        pthread_mutex_unlock(&workers.lock);
+    }
+}
+
+/* Waits up to OB_SPIN_NS for a job of another generation than `seen`'s; returns whether one
+ * came. */
+static int spin_for_job(uint32_t seen)
 {
     uint64_t start = ob_clock_ns();
-    while (atomic_load_explicit(&generation, memory_order_acquire) == seen &&
-           ob_clock_ns() - start < OB_SPIN_NS)
-        ;
+    do {
+        uint64_t t = atomic_load_explicit(&ticket, memory_order_relaxed);
+        if (ticket_generation(t) != seen)
+            return 1;
+    } while (ob_clock_ns() - start < OB_SPIN_NS);
+    return 0;
 }
 
 static void *worker_main(void *unused)
 {
     (void)unused;
-    pthread_mutex_lock(&workers.lock);
     for (;;) {
-        size_t part;
-        if (!take_part(&part)) {
-            unsigned long seen = atomic_load_explicit(&generation, memory_order_acquire);
-            pthread_mutex_unlock(&workers.lock);
-            spin_for_job(seen);
-            pthread_mutex_lock(&workers.lock);
-            while (!take_part(&part)) {
-                atomic_fetch_sub_explicit(&awake_helpers, 1, memory_order_relaxed);
-                pthread_cond_wait(&workers.wake, &workers.lock);
-                atomic_fetch_add_explicit(&awake_helpers, 1, memory_order_relaxed);
-            }
+        size_t part, parts;
+        uint64_t seen;
+        while (take_part(&part, &parts, &seen)) {
+            workers.fn(workers.arg, part, parts);
+            finish_part(parts);
         }
-        ob_work_fn fn = workers.fn;
-        void *arg = workers.arg;
-        size_t parts = workers.parts;
-        pthread_mutex_unlock(&workers.lock);
-        fn(arg, part, parts);
+        if (spin_for_job(ticket_generation(seen)))
+            continue;
         pthread_mutex_lock(&workers.lock);
-        if (++workers.finished == parts)
-            pthread_cond_signal(&workers.done);
+        while (ticket_generation(atomic_load_explicit(&ticket, memory_order_relaxed)) ==
+               ticket_generation(seen)) {
+            atomic_fetch_sub_explicit(&awake_helpers, 1, memory_order_relaxed);
+            pthread_cond_wait(&workers.wake, &workers.lock);
+            atomic_fetch_add_explicit(&awake_helpers, 1, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&workers.lock);
     }
     return NULL;
 }
@@ -112,7 +148,9 @@ static void after_fork_in_child(void)
     pthread_cond_init(&workers.wake, NULL);
     pthread_cond_init(&workers.done, NULL);
     workers.started = 0;
-    workers.fn = NULL;
+    /* A job the parent was running is no child's: its parts are left to no one. */
+    uint64_t t = atomic_load(&ticket);
+    atomic_store(&ticket, (uint64_t)ticket_generation(t) << 32);
     atomic_flag_clear(&busy);
 }
 
@@ -182,46 +220,65 @@ int ob_workers_late(void)
            host_saturated();
 }
 
-void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
+static void run_alone(ob_work_fn fn, void *arg, size_t parts)
 {
-    if (parts == 0)
-        return;
+    for (size_t k = 0; k < parts; k++)
+        fn(arg, k, parts);
+}
+
+/* Runs the job with the helpers, waking at most `wake` of those asleep. */
+static void run_job(ob_work_fn fn, void *arg, size_t parts, size_t wake)
+{
     pthread_once(&atfork_once, register_atfork);
-    if (parts == 1 || ob_workers_late() || atomic_flag_test_and_set(&busy)) {
-        for (size_t k = 0; k < parts; k++)
-            fn(arg, k, parts);
+    if (parts == 1 || parts > OB_TICKET_PARTS_MAX || ob_workers_late() ||
+        atomic_flag_test_and_set(&busy)) {
+        run_alone(fn, arg, parts);
         return;
     }
     pthread_mutex_lock(&workers.lock);
     size_t helpers = start_helpers(ob_workers_threads() - 1);
+    pthread_mutex_unlock(&workers.lock);
     if (helpers == 0) {
-        pthread_mutex_unlock(&workers.lock);
         atomic_flag_clear(&busy);
-        for (size_t k = 0; k < parts; k++)
-            fn(arg, k, parts);
+        run_alone(fn, arg, parts);
         return;
     }
     workers.fn = fn;
     workers.arg = arg;
-    workers.parts = parts;
-    workers.next_part = 0;
-    workers.finished = 0;
+    atomic_store_explicit(&workers.finished, 0, memory_order_relaxed);
+    uint64_t generation = ticket_generation(atomic_load_explicit(&ticket, memory_order_relaxed));
     uint64_t started = ob_clock_ns();
-    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
-    pthread_cond_broadcast(&workers.wake);
-    /* The caller works too, taking parts like any helper. */
-    size_t part;
-    while (take_part(&part)) {
-        pthread_mutex_unlock(&workers.lock);
-        fn(arg, part, parts);
+    atomic_store_explicit(&ticket, ((generation + 1) & 0xffffffffu) << 32 | (uint64_t)parts << 16,
+                          memory_order_release);
+    long asleep = (long)helpers - atomic_load_explicit(&awake_helpers, memory_order_relaxed);
+    if (asleep > 0 && wake > 0) {
         pthread_mutex_lock(&workers.lock);
-        ++workers.finished;
+        if (wake >= (size_t)asleep)
+            pthread_cond_broadcast(&workers.wake);
+        else
+            for (size_t k = 0; k < wake; k++)
+                pthread_cond_signal(&workers.wake);
+        pthread_mutex_unlock(&workers.lock);
+    }
+    /* The caller works too, taking parts like any helper. */
+    size_t part, n;
+    uint64_t seen;
+    while (take_part(&part, &n, &seen)) {
+        fn(arg, part, parts);
+        atomic_fetch_add_explicit(&workers.finished, 1, memory_order_relaxed);
     }
     uint64_t mine_done = ob_clock_ns();
-    while (workers.finished < parts)
-        pthread_cond_wait(&workers.done, &workers.lock);
-    workers.fn = NULL;
-    pthread_mutex_unlock(&workers.lock);
+    /* The helpers' last parts end about when the caller's do: a sleep on `done` would add a
+     * wake-up of tens of microseconds to a job of a few. */
+    while (atomic_load_explicit(&workers.finished, memory_order_acquire) < parts &&
+           ob_clock_ns() - mine_done < OB_SPIN_NS)
+        ;
+    if (atomic_load_explicit(&workers.finished, memory_order_acquire) < parts) {
+        pthread_mutex_lock(&workers.lock);
+        while (atomic_load_explicit(&workers.finished, memory_order_acquire) < parts)
+            pthread_cond_wait(&workers.done, &workers.lock);
+        pthread_mutex_unlock(&workers.lock);
+    }
     atomic_flag_clear(&busy);
     uint64_t waited = ob_clock_ns() - mine_done, worked = mine_done - started;
     if (waited > OB_LATE_NS && waited > worked) {
@@ -231,6 +288,18 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
                (unsigned long long)(waited / 1000), (unsigned long long)(worked / 1000),
                OB_ALONE_NS / 1000000);
     }
+}
+
+void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
+{
+    if (parts > 0)
+        run_job(fn, arg, parts, OB_MAX_WORKERS);
+}
+
+void ob_workers_share(ob_work_fn fn, void *arg, size_t parts)
+{
+    if (parts > 0)
+        run_job(fn, arg, parts, parts - 1);
 }
 
 void ob_workers_forget_lateness_for_testing(void)

@@ -15,6 +15,11 @@ typedef void (*ob_work_fn)(void *arg, size_t part, size_t parts);
  * runs every part itself. */
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
 
+/* The same for a job of a few microseconds: it wakes at most parts - 1 helpers (a wake-up costs
+ * the caller about what one part does), and the helpers still watching for work after the
+ * previous job take parts at once. */
+void ob_workers_share(ob_work_fn fn, void *arg, size_t parts);
+
 /* Whether helpers would come late: they did to a recent job, or every processor of the host
  * has a runnable thread (/proc/loadavg). Jobs then run on their callers, and what relies on
  * parallel packing (the pipelined path) is not worth taking. */

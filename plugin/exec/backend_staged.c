@@ -45,9 +45,19 @@
 #define OB_CHUNK_MAX ((size_t)64 << 10)
 #define OB_CHUNK_TARGET_BLOCKS 1024
 #define OB_KERNEL_MAX_BLOCKS 65535u
-/* Below this a pack or unpack stays on the calling thread: waking helpers costs more. */
+/* From this size a pack or unpack is a job for every pack thread, in parts of
+ * OB_MOVE_PART_BYTES, several per thread: helpers that wake late still find work. From
+ * OB_SHARED_MOVE_BYTES it is shared in parts of OB_SHARED_PART_BYTES with the few helpers it
+ * needs, most of them still watching for work after the last pack; below that it stays on
+ * the calling thread. A build may set the last two with -D to measure. */
 #define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
 #define OB_MOVE_PART_BYTES ((size_t)64 << 10)
+#ifndef OB_SHARED_MOVE_BYTES
+#define OB_SHARED_MOVE_BYTES ((size_t)32 << 10)
+#endif
+#ifndef OB_SHARED_PART_BYTES
+#define OB_SHARED_PART_BYTES ((size_t)8 << 10)
+#endif
 
 static size_t align_up(size_t value, size_t to)
 {
@@ -204,12 +214,12 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kin
     size_t total = 0;
     for (size_t i = 0; i < count; i++)
         total += moves[i].bytes;
-    /* Parts of 64 KiB and up, several per thread: helpers that wake late still find work. */
-    size_t parts = total / OB_MOVE_PART_BYTES;
-    size_t most = 4 * ob_workers_threads();
+    int shared = total < OB_PARALLEL_MOVE_BYTES;
+    size_t parts = total / (shared ? OB_SHARED_PART_BYTES : OB_MOVE_PART_BYTES);
+    size_t most = (shared ? 1 : 4) * ob_workers_threads();
     if (parts > most)
         parts = most;
-    size_t *starts = parts > 1 && total >= OB_PARALLEL_MOVE_BYTES
+    size_t *starts = parts > 1 && total >= OB_SHARED_MOVE_BYTES
                          ? ob_malloc(count * sizeof(*starts))
                          : NULL;
     if (starts == NULL) {
@@ -220,7 +230,10 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kin
     for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
         starts[i] = at;
     move_job job = {moves, starts, count, total, into_staging, copy};
-    ob_workers_run(move_part, &job, parts);
+    if (shared)
+        ob_workers_share(move_part, &job, parts);
+    else
+        ob_workers_run(move_part, &job, parts);
     free(starts);
 }
 

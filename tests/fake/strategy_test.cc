@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
@@ -1339,6 +1340,54 @@ TEST(Workers, EveryPartRunsOnce)
     ob_config_reload();
 }
 
+// Jobs back to back, shared and not, of 2 to 40 parts: every part of every job runs exactly
+// once, and the caller returns only once all of them have (parts claimed by a compare-and-swap
+// of the job's ticket: a helper still holding an older job's ticket must claim nothing of a
+// newer one). Parts take a few microseconds, so helpers watching for work take some of them.
+TEST(Workers, BackToBackJobsRunEachPartOnceBeforeTheCallerReturns)
+{
+    setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    ob_config_reload();
+    ob_workers_ignore_load_for_testing(1);
+    ob_workers_forget_lateness_for_testing();
+    struct job {
+        std::atomic<int> runs[40];
+        std::atomic<int> done{0};
+        std::atomic<int> elsewhere{0};
+        pthread_t caller;
+    };
+    auto part = [](void *arg, size_t k, size_t) {
+        job *j = static_cast<job *>(arg);
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2);
+        while (std::chrono::steady_clock::now() < until)
+            ;
+        j->runs[k]++;
+        if (!pthread_equal(pthread_self(), j->caller))
+            j->elsewhere++;
+        j->done++;
+    };
+    int elsewhere = 0;
+    for (int round = 0; round < 3000; round++) {
+        job j;
+        for (auto &r : j.runs)
+            r = 0;
+        j.caller = pthread_self();
+        size_t parts = 2 + (size_t)(round * 7919) % 39;
+        ob_workers_forget_lateness_for_testing(); /* helpers descheduled here must not end it */
+        if (round % 3 == 0)
+            ob_workers_run(part, &j, parts);
+        else
+            ob_workers_share(part, &j, parts);
+        ASSERT_EQ((int)parts, j.done.load()) << "round " << round << ": returned early";
+        for (size_t k = 0; k < 40; k++)
+            ASSERT_EQ(k < parts ? 1 : 0, j.runs[k].load()) << "round " << round << " part " << k;
+        elsewhere += j.elsewhere.load();
+    }
+    EXPECT_GT(elsewhere, 0) << "no helper took a part of 3000 jobs";
+    unsetenv("OMPBATCH_PACK_THREADS");
+    ob_config_reload();
+}
+
 // Helpers that take parts and then do not run (descheduled: every core busy with the program's
 // own threads) keep the caller waiting; after such a job the caller packs alone for a while
 // (200 ms), and large pageable copies go to the driver instead of the pipeline; afterwards
@@ -1352,12 +1401,13 @@ TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
     static pthread_t caller;
     static std::atomic<int> elsewhere;
     caller = pthread_self();
-    // A part on a helper takes 20 ms, one on the caller 20 us: the caller, done with its own,
-    // waits for the helpers' far longer than it worked.
+    // A part on a helper takes 100 ms, one on the caller 20 us: the caller, done with its own,
+    // waits for the helpers' far longer than it worked, even when a loaded machine (two
+    // processors, sanitizers) stretches its 20 us sleeps tenfold.
     auto late = [](void *, size_t, size_t) {
         if (!pthread_equal(pthread_self(), caller)) {
             elsewhere++;
-            usleep(20000);
+            usleep(100000);
         } else {
             usleep(20);
         }
