@@ -29,8 +29,10 @@
  *   `declare mapper`. x-struct-to and x-struct-from: shapes a and b as updates of the two
  *   2 KiB members of 16 structs (once forwarded, now batched).
  *
- * The run ends with the never-slower summary: the shapes whose hook-on median is more than 3%
- * above the runtime alone's. --contention runs every shape on thread 0 of a parallel region
+ * The run ends with the never-slower summary (never_slower.h): the shapes whose hook-on median is
+ * more than 3% above the runtime alone's while the paired repetitions agree that the hook took
+ * longer, and apart from them those whose medians differ as much but whose pairs do not agree
+ * (inconclusive). --contention runs every shape on thread 0 of a parallel region
  * whose other threads keep the host's other cores busy, as an OpenMP program's own threads do.
  *
  * Every repetition maps its arrays afresh (untimed, `enter data map(alloc:)` ... `exit data
@@ -63,6 +65,7 @@
 #include <string.h>
 
 #include "hook_api.h"
+#include "never_slower.h"
 
 #define GROUP 16 /* items per construct in the grouped shapes */
 
@@ -726,6 +729,8 @@ typedef struct result {
     const shape *sh;
     size_t constructs, items, bytes; /* per repetition */
     double off_min, off_med, on_min, on_med;
+    int pairs, pairs_slower; /* repetitions, and those where the hook took over 3% longer */
+    verdict verdict;
     int have_on;
     int failed; /* wrong data, or the hook batching while off */
     ompbatch_hook_stats on_stats; /* summed over the timed hook-on repetitions */
@@ -1110,6 +1115,10 @@ static int run_shape(const shape *sh, const config *cfg, const hook_api *api, re
     }
     if (api->can_enable)
         hook_api_set(api, 1); /* as the program found it */
+    if (!failed && res->have_on) {
+        res->pairs = cfg->reps;
+        res->pairs_slower = pairs_slower(us[0], us[1], cfg->reps);
+    }
     if (!failed) {
         /* median() sorts, so element 0 is then the minimum. */
         res->off_med = median(us[0], cfg->reps);
@@ -1117,6 +1126,8 @@ static int run_shape(const shape *sh, const config *cfg, const hook_api *api, re
         if (res->have_on) {
             res->on_med = median(us[1], cfg->reps);
             res->on_min = us[1][0];
+            res->verdict = never_slower_verdict(res->off_med, res->on_med, res->pairs_slower,
+                                                res->pairs);
         }
     }
     if (hook_stats_batched_items(&res->off_stats) || res->off_stats.batches) {
@@ -1227,37 +1238,58 @@ static void json_result(FILE *f, const result *r)
         fprintf(f, "\"on_us\": null, \"speedup\": null, \"hook_stats_on\": null}");
         return;
     }
-    fprintf(f, "\"on_us\": {\"min\": %.2f, \"median\": %.2f}, \"speedup\": %.3f,\n",
-            r->on_min, r->on_med, r->off_med / r->on_med);
+    static const char *verdicts[] = {"same", "inconclusive", "slower"};
+    fprintf(f,
+            "\"on_us\": {\"min\": %.2f, \"median\": %.2f}, \"speedup\": %.3f,\n"
+            "     \"pairs\": %d, \"pairs_over_3pct_slower\": %d, \"verdict\": \"%s\",\n",
+            r->on_min, r->on_med, r->off_med / r->on_med, r->pairs, r->pairs_slower,
+            verdicts[r->verdict]);
     fprintf(f, "     \"hook_stats_on\": ");
     json_stats(f, &r->on_stats);
     fprintf(f, "}");
 }
 
-/* The hook must never cost time: a shape whose hook-on median is more than 3% above the
- * runtime alone's in the same process is flagged. */
-#define SLOWER_LIMIT 1.03
-
-static int is_slower(const result *r)
+/* The hook must never cost time: never_slower.h says when a shape counts as slower. */
+static int has_verdict(const result *r, verdict v)
 {
-    return r->have_on && !r->failed && r->on_med > SLOWER_LIMIT * r->off_med;
+    return r->have_on && !r->failed && r->verdict == v;
 }
 
-static void print_never_slower(const result *res, int nres)
+static void print_verdict_list(const result *res, int nres, verdict v)
 {
-    int compared = 0, slower = 0;
+    for (int i = 0; i < nres; i++)
+        if (has_verdict(&res[i], v))
+            printf(" %s (%.2fx, %d of %d)", res[i].sh->key, res[i].off_med / res[i].on_med,
+                   res[i].pairs_slower, res[i].pairs);
+}
+
+static void print_never_slower(const result *res, int nres, int reps)
+{
+    int compared = 0, slower = 0, inconclusive = 0;
     for (int i = 0; i < nres; i++) {
         compared += res[i].have_on && !res[i].failed;
-        slower += is_slower(&res[i]);
+        slower += has_verdict(&res[i], VERDICT_SLOWER);
+        inconclusive += has_verdict(&res[i], VERDICT_INCONCLUSIVE);
     }
     if (compared == 0)
         return;
     printf("\nnever slower: %d shape(s) compared, %d more than 3%% slower with the hook%s", compared,
            slower, slower ? ":" : "");
-    for (int i = 0; i < nres; i++)
-        if (is_slower(&res[i]))
-            printf(" %s (%.2fx)", res[i].sh->key, res[i].off_med / res[i].on_med);
+    print_verdict_list(res, nres, VERDICT_SLOWER);
     printf("\n");
+    if (inconclusive > 0) {
+        printf("inconclusive: %d shape(s) with the hook-on median more than 3%% above, but the "
+               "hook over 3%% slower in too few of the paired repetitions:",
+               inconclusive);
+        print_verdict_list(res, nres, VERDICT_INCONCLUSIVE);
+        printf("\n");
+    }
+    if (reps < never_slower_min_reps())
+        printf("(under %d repetitions no shape can be called slower: too few pairs)\n",
+               never_slower_min_reps());
+    printf("(slower: the hook-on median more than 3%% above and the hook over 3%% slower in so "
+           "many paired repetitions that chance gives as many under 5%% of the time; the counts "
+           "are of such pairs)\n");
 }
 
 /* Writes the results; returns 0 or 1 if the file cannot be written. */
@@ -1279,7 +1311,11 @@ static int write_json(const char *path, const config *cfg, const hook_api *api,
             omp_get_default_device(), cfg->contention ? "true" : "false",
             failed ? "false" : "true");
     for (int k = 0, n = 0; k < nres; k++)
-        if (is_slower(&res[k]))
+        if (has_verdict(&res[k], VERDICT_SLOWER))
+            fprintf(f, "%s\"%s\"", n++ ? ", " : "", res[k].sh->key);
+    fprintf(f, "],\n  \"inconclusive\": [");
+    for (int k = 0, n = 0; k < nres; k++)
+        if (has_verdict(&res[k], VERDICT_INCONCLUSIVE))
             fprintf(f, "%s\"%s\"", n++ ? ", " : "", res[k].sh->key);
     fprintf(f, "],\n  \"results\": [\n");
     for (int k = 0; k < nres; k++) {
@@ -1444,7 +1480,7 @@ int main(int argc, char **argv)
         failed = run_selected(&cfg, &api, res, &nres);
     }
     print_phases(res, nres, cfg.reps);
-    print_never_slower(res, nres);
+    print_never_slower(res, nres, cfg.reps);
     if (api.linked) {
         ompbatch_hook_stats total = hook_api_stats(&api);
         printf("\nhook statistics for the whole process:\n");

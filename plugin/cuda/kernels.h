@@ -19,11 +19,19 @@ typedef struct ob_piece {
 
 /* The copy kernel's twin for launches of at most OB_INLINE_PIECES pieces, whose descriptors
  * travel as the launch's parameter (keep in step with copy_pieces.cu): the blocks start on the
- * bytes without first reading a table over the bus. */
+ * bytes without first reading a table over the bus.
+ *
+ * `done`, when not 0, is the address of one 32-bit word per block in pinned host memory, zeroed
+ * before the launch: block b, after its pieces and a system-wide fence, sets word b to 1. The
+ * host that sees every word set knows the launch's bytes are in place, a microsecond or two
+ * before a stream query would say the launch is over (the H100 of 2026-12-06: 16 pieces of
+ * 4 KiB from the device into pinned memory, 13.5-14.5 us a round trip by the words against
+ * 14.8-16.3 by queries). */
 #define OB_INLINE_PIECES 32
 
 typedef struct ob_inline_pieces {
     uint64_t count;
+    uint64_t done;
     ob_piece piece[OB_INLINE_PIECES];
 } ob_inline_pieces;
 

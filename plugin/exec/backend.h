@@ -52,6 +52,11 @@ typedef struct ob_exec {
     size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
     size_t batch_fallbacks;    /* batch calls that failed and were sent one copy at a time */
     int stream_busy;           /* device work enqueued since the last synchronisation */
+    /* The words the blocks of the stream's last work set when its bytes are in place
+     * (kernels.h, ob_inline_pieces.done); NULL when that work sets none. */
+    const uint32_t *done_words;
+    size_t done_word_count;
+    size_t done_after_calls;   /* driver_calls when they were set: any later call voids them */
     /* Scratch arrays for one driver batch call, grown as needed. */
     CUdeviceptr *dsts;
     CUdeviceptr *srcs;
@@ -91,6 +96,14 @@ typedef struct ob_exec {
     unsigned long seen_generation; /* the plan of the last in-place step built, and its step */
     size_t seen_step;
 } ob_exec;
+
+/* Every enqueue on exec's stream goes through here: the stream is busy, and the words of an
+ * earlier launch no longer say when the stream's work is done. */
+static inline void ob_exec_enqueued(ob_exec *exec)
+{
+    exec->stream_busy = 1;
+    exec->done_words = NULL;
+}
 
 /* A backend: what exec.c calls, in this order, for the steps of one level: prepare for every
  * step after the level's host steps have run (the staged backend packs and launches its

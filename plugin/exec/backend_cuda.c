@@ -115,7 +115,7 @@ static int fall_back(ob_exec *exec, const ob_plan *plan, const ob_step *step, si
                            exec->stream);
         if (status != OMPBATCH_OK)
             return describe_failure(status, plan, step, i);
-        exec->stream_busy = 1;
+        ob_exec_enqueued(exec);
     }
     exec->done += n;
     exec->staged.paths |= OMPBATCH_PATH_PER_COPY;
@@ -160,7 +160,7 @@ static int batch_run(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status != OMPBATCH_OK)
         return fall_back(exec, plan, step, entries, n, status, fail);
-    exec->stream_busy = 1;
+    ob_exec_enqueued(exec);
     exec->done += n;
     return OMPBATCH_OK;
 }
@@ -173,7 +173,7 @@ static int copy_async(ob_exec *exec, uintptr_t dst, uintptr_t src, size_t bytes)
                        exec->stream);
     ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status == OMPBATCH_OK)
-        exec->stream_busy = 1;
+        ob_exec_enqueued(exec);
     return status;
 }
 

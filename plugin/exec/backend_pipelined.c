@@ -61,7 +61,7 @@ static int slot_copy(pipe *p, size_t slot, CUdeviceptr dst, CUdeviceptr src, siz
     if (status == OMPBATCH_OK)
         status = OB_CU(exec->driver, cuEventRecord, p->done[slot], exec->stream);
     if (status == OMPBATCH_OK) {
-        exec->stream_busy = 1;
+        ob_exec_enqueued(exec);
         p->in_flight[slot] = 1;
     }
     return status;

@@ -71,8 +71,11 @@ static size_t align_up(size_t value, size_t to)
 
 /* One launch of the copy kernel over `count` descriptors at `table`, an address the GPU
  * reaches. `host_table`, when not NULL, is the same descriptors where the CPU reads them: a
- * launch of few pieces then carries them as its parameter. */
-static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count)
+ * launch of few pieces then carries them as its parameter, and, given `done_words` (room for
+ * OB_INLINE_PIECES words in pinned staging), has its blocks say there when its bytes are in
+ * place (kernels.h): the wait watches them while this launch is the stream's last work. */
+static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count,
+                  uint32_t *done_words)
 {
     if (count == 0)
         return OMPBATCH_OK;
@@ -81,11 +84,15 @@ static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, 
     void *params[] = {&table, &n};
     CUfunction kernel = exec->kernels.copy;
     ob_inline_pieces inline_table;
-    if (host_table != NULL && count <= OB_INLINE_LAUNCH_MAX) {
+    int inline_launch = host_table != NULL && count <= OB_INLINE_LAUNCH_MAX;
+    if (inline_launch) {
         inline_table.count = count;
+        inline_table.done = (uint64_t)(uintptr_t)done_words;
         memcpy(inline_table.piece, host_table, count * sizeof(ob_piece));
         params[0] = &inline_table;
         kernel = exec->kernels.copy_inline;
+        if (done_words != NULL)
+            memset(done_words, 0, blocks * sizeof(*done_words));
     }
     uint64_t started = ob_phase_start();
     int status = OB_CU(exec->driver, cuLaunchKernel, kernel, blocks, 1, 1,
@@ -93,7 +100,12 @@ static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, 
     ob_phase_end(OB_PHASE_LAUNCH, started);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the copy kernel (%zu pieces): ", count);
-    exec->stream_busy = 1;
+    ob_exec_enqueued(exec);
+    if (inline_launch && done_words != NULL) {
+        exec->done_words = done_words;
+        exec->done_word_count = blocks;
+        exec->done_after_calls = exec->driver_calls;
+    }
     exec->staged.kernel_launches++;
     exec->staged.paths |= OMPBATCH_PATH_KERNEL;
     return OMPBATCH_OK;
@@ -130,7 +142,7 @@ static int launch_rect(ob_exec *exec, const ob_rect_piece *piece)
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the rectangle kernel (%" PRIu64 " bytes): ",
                                piece->bytes);
-    exec->stream_busy = 1;
+    ob_exec_enqueued(exec);
     exec->staged.kernel_launches++;
     exec->staged.paths |= OMPBATCH_PATH_KERNEL;
     return OMPBATCH_OK;
@@ -352,7 +364,7 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
 static int run_kept(ob_exec *exec, const ob_step *step)
 {
-    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces);
+    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces, NULL);
     if (status != OMPBATCH_OK)
         return status;
     /* Counted when kept: reading the plan's copies again costs more than the launch. */
@@ -410,6 +422,7 @@ static void keep_table(ob_exec *exec, unsigned long generation, size_t step_at,
         return;
     }
     exec->driver_calls++;
+    ob_exec_enqueued(exec);
     exec->kept_pieces = pieces;
     exec->kept_bytes = step_bytes;
     exec->kept_generation = generation;
@@ -442,12 +455,13 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
     size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
     size_t rect_gather_area = align_up(lay.rect_gather_bytes, 64);
+    size_t done_area = align_up(OB_INLINE_PIECES * sizeof(uint32_t), 64);
     /* An earlier level's staging is reused once the stream has passed it. */
     if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
         return status;
     if (ob_staging_acquire(exec->ordinal,
                            first_table + second_table + pack_area + gather_area +
-                               rect_gather_area + lay.rect_flag_bytes,
+                               rect_gather_area + lay.rect_flag_bytes + done_area,
                            bus ? 0 : second_table + pack_area + gather_area,
                            &exec->staging) != OMPBATCH_OK)
         return run_direct(exec, plan, step);
@@ -462,8 +476,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                 sizeof(*exec->rect_scatters)) != 0)
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate %zu rectangle launches",
                        lay.rects);
-    /* Host: [first table][second table][packed][gathered]; device: [second table][packed]
-     * [gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
+    /* Host: [first table][second table][packed][gathered][rectangles gathered][their chunks'
+     * words][the first kernel's blocks' words]; device: [second table][packed][gathered]. The first kernel reads its table over the bus (cuMemAllocHost memory is
      * mapped at its host address under unified addressing), or, up to OB_INLINE_PIECES
      * descriptors, gets it as the launch's parameter; the scatter's table travels to the
      * device with the packed pieces, in the same bulk copy. Over the bus there is no second
@@ -480,6 +494,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t rect_gather_cursor = 0;
     unsigned char *rect_flags_host = rect_gather_host + rect_gather_area;
     size_t rect_flags_cursor = 0;
+    uint32_t *done_words = (uint32_t *)(rect_flags_host + lay.rect_flag_bytes);
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
@@ -583,7 +598,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
-    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first)) != OMPBATCH_OK)
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first, done_words)) !=
+        OMPBATCH_OK)
         return status;
     for (size_t k = 0; k < first_rects; k++)
         if ((status = launch_rect(exec, &exec->rect_scatters[lay.rects - 1 - k])) != OMPBATCH_OK)
@@ -648,7 +664,7 @@ int ob_staged_flush_extras(ob_exec *exec)
     ob_phase_end(OB_PHASE_COPY_CALL, started);
     if (status != OMPBATCH_OK)
         return ob_fail_context(status, "the staged bulk copy: ");
-    exec->stream_busy = 1;
+    ob_exec_enqueued(exec);
     return OMPBATCH_OK;
 }
 
@@ -656,7 +672,7 @@ int ob_staged_finish(ob_exec *exec)
 {
     int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
-        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count);
+        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count, NULL);
     for (size_t k = 0; k < exec->rect_scatter_count && status == OMPBATCH_OK; k++)
         status = launch_rect(exec, &exec->rect_scatters[k]);
     exec->scatter_count = 0;
@@ -756,10 +772,58 @@ void ob_staged_complete(ob_exec *exec)
     exec->staging = NULL;
 }
 
+/* Watches the words of the stream's last launch (kernels.h): once every block has set its
+ * own, the launch's bytes are in place and nothing of the batch is left on the stream but the
+ * launch's own end, so the batch stops waiting for it (exec->stream_busy is cleared). A query
+ * every OB_LOOKS_PER_QUERY looks finds an error, or the stream over first (a driver call made
+ * after the launch voids the words; this is the guard for anything else); after
+ * OMPBATCH_WAIT_POLL_US without them the wait blocks as it would without words. */
+static int watch_done_words(ob_exec *exec)
+{
+    const ob_driver *driver = exec->driver;
+    const uint32_t *words = exec->done_words;
+    size_t count = exec->done_word_count, seen = 0, looks = 0;
+    exec->done_words = NULL;
+    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
+    if (budget == 0 || exec->done_after_calls != exec->driver_calls)
+        return OMPBATCH_OK;
+    uint64_t started = ob_phase_start(), since = ob_clock_ns();
+    int status = OMPBATCH_OK;
+    for (;;) {
+        while (seen < count && __atomic_load_n(&words[seen], __ATOMIC_ACQUIRE) != 0)
+            seen++;
+        if (seen == count) {
+            exec->stream_busy = 0;
+            break;
+        }
+        if (++looks % OB_LOOKS_PER_QUERY != 0)
+            continue;
+        if (driver->fn.cuStreamQuery != NULL) {
+            CUresult r = driver->fn.cuStreamQuery(exec->stream);
+            if (r == CUDA_SUCCESS) {
+                exec->stream_busy = 0;
+                break;
+            }
+            if (r != CUDA_ERROR_NOT_READY) {
+                status = ob_cu_check(driver, r, "cuStreamQuery");
+                break;
+            }
+        }
+        if (ob_clock_ns() - since > budget)
+            break;
+    }
+    if (started != 0)
+        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started);
+    return status;
+}
+
 int ob_staged_wait(ob_exec *exec)
 {
     int status = OMPBATCH_OK;
-    if (exec->stream_busy && exec->progress_count > 0)
+    if (exec->stream_busy && exec->done_words != NULL)
+        status = watch_done_words(exec);
+    exec->done_words = NULL;
+    if (exec->stream_busy && exec->progress_count > 0 && status == OMPBATCH_OK)
         status = unpack_as_chunks_land(exec);
     if (exec->stream_busy && status == OMPBATCH_OK)
         status = ob_stream_wait(exec->driver, exec->stream);

@@ -749,6 +749,137 @@ TEST_F(Strategy, AFailedWaitLeavesPageableDestinationsUntouched)
     EXPECT_EQ(0, std::memcmp(before.data(), host.ptr, host.bytes));
 }
 
+// 16 pieces of up to 4 KiB between pageable memory and the device, staged, submitted; the
+// fake's counters are zeroed before the wait (the submit may query the stream before it packs),
+// then the wait runs and every byte is checked.
+void wait_on_few_pieces(bool from_device, uint64_t salt)
+{
+    TestRng rng(test_seed() ^ salt);
+    Buffer host(PAGEABLE, 16 * 4096), dev(DEVICE, 16 * 4096);
+    Buffer &src = from_device ? dev : host, &dst = from_device ? host : dev;
+    src.fill(rng() % 200);
+    dst.fill(rng() % 200 + 1);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    std::vector<size_t> sizes;
+    for (int i = 0; i < 16; i++) {
+        sizes.push_back(1 + rng() % 4096);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dst.ptr + i * 4096, from_device ? H : 0,
+                                                  src.ptr + i * 4096, from_device ? 0 : H,
+                                                  sizes[i], 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    fake().reset();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+    EXPECT_EQ(1u, b.stats().kernel_launches);
+    for (int i = 0; i < 16; i++)
+        ASSERT_EQ(0, std::memcmp(dst.ptr + i * 4096, src.ptr + i * 4096, sizes[i])) << i;
+}
+
+// A staged launch of few pieces has its blocks set words in pinned staging when its bytes are in
+// place (kernels.h): the wait ends on them, without waiting for a query to say the stream is
+// done. The fake's first query runs the launch (setting the words) and answers not ready, so a
+// wait that ignored the words would query twice. Both directions: the gathered pieces are
+// unpacked after the words.
+TEST_F(Strategy, AFewPiecesLaunchEndsOnItsBlocksWords)
+{
+    for (int from_device = 0; from_device < 2; from_device++) {
+        SCOPED_TRACE(from_device ? "D2H pageable" : "H2D pageable");
+        wait_on_few_pieces(from_device, 41);
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(16u, fs.done_words_set);
+        EXPECT_EQ(1, fake().call_count("cuStreamQuery"));
+        EXPECT_EQ(0, fake().call_count("cuStreamSynchronize"));
+    }
+}
+
+// Blocks that never set their words (a kernel that does not signal): the wait still ends, when
+// a query finds the stream done, and every byte is in place.
+TEST_F(Strategy, WordsThatNeverComeLeaveTheWaitToTheStream)
+{
+    fake().set_done_words(0);
+    for (int from_device = 0; from_device < 2; from_device++) {
+        SCOPED_TRACE(from_device ? "D2H pageable" : "H2D pageable");
+        wait_on_few_pieces(from_device, 43);
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(0u, fs.done_words_set);
+        EXPECT_EQ(2, fake().call_count("cuStreamQuery"));
+    }
+}
+
+// Work enqueued after the launch voids its words: a level whose small staged pieces launch
+// first and whose large pinned copy goes to the copy engine after them is waited for whole.
+// The fake's query stops the stream right after the launch, words set, the copy still queued:
+// a wait that trusted the words would return before the copy ran.
+TEST_F(Strategy, WorkAfterTheLaunchIsWaitedForDespiteTheWords)
+{
+    TestRng rng(test_seed() ^ 0xd0e);
+    Buffer small(PAGEABLE, 16 * 4096), big(PINNED, 8 << 20), dev(DEVICE, (8 << 20) + 16 * 4096);
+    small.fill(rng() % 200);
+    big.fill(rng() % 200);
+    std::vector<unsigned char> before(dev.ptr, dev.ptr + dev.bytes);
+    fake().reset();
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 16; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 4096, 0, small.ptr + i * 4096,
+                                                  H, 4000, 0));
+    ASSERT_EQ(OMPBATCH_OK,
+              ompbatch_batch_add(b.b, dev.ptr + 16 * 4096, 0, big.ptr, H, big.bytes, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+    ompbatch_stats st = b.stats();
+    EXPECT_EQ(16u, st.staged_copies);
+    EXPECT_EQ(1u, st.kernel_launches);
+    fake_cuda_stats fs;
+    fake().get_stats(&fs);
+    EXPECT_EQ(16u, fs.done_words_set);
+    EXPECT_EQ(1u, fs.done_partial_runs) << "the stream did not stop after the launch";
+    EXPECT_EQ(0u, fs.pending_copies);
+    for (int i = 0; i < 16; i++)
+        ASSERT_EQ(0, std::memcmp(dev.ptr + i * 4096, small.ptr + i * 4096, 4000)) << i;
+    ASSERT_EQ(0, std::memcmp(dev.ptr + 16 * 4096, big.ptr, big.bytes));
+}
+
+// A stream that fails before the words come is reported by the query, and the batch works
+// again afterwards.
+TEST_F(Strategy, AStreamFailingBeforeTheWordsIsReported)
+{
+    Buffer host(PAGEABLE, 16 * 4096), dev(DEVICE, 16 * 4096);
+    dev.fill(9);
+    std::vector<unsigned char> before(host.ptr, host.ptr + host.bytes);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 16; i++)
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(b.b, host.ptr + i * 4096, H, dev.ptr + i * 4096, 0, 3000, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(0, fake().inject_failure("cuStreamQuery", 1, CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_wait(b.b));
+    EXPECT_TRUE(message_has("cuStreamQuery")) << ompbatch_last_error();
+    EXPECT_TRUE(message_has("CUDA_ERROR_ILLEGAL_ADDRESS")) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(before.data(), host.ptr, host.bytes))
+        << "bytes of a failed wait reached pageable destinations";
+    fake().clear_injections();
+    EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+    move(kLanes[D2H_PAGEABLE], random_sizes(16, 4096, 45), OMPBATCH_STRATEGY_STAGED, 46);
+}
+
+// OMPBATCH_WAIT_POLL_US=0 asks the wait not to spin: it blocks in cuStreamSynchronize at once,
+// words or not.
+TEST_F(Strategy, NoPollingMeansNoWatchingTheWords)
+{
+    setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+    ob_config_reload();
+    wait_on_few_pieces(false, 47);
+    EXPECT_EQ(0, fake().call_count("cuStreamQuery"));
+    EXPECT_EQ(1, fake().call_count("cuStreamSynchronize"));
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
+}
+
 TEST_F(Strategy, PackedSourcesAreReadDuringSubmit)
 {
     Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);

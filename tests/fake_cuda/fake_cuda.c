@@ -99,6 +99,7 @@ struct op {
      * (pieces is NULL then). */
     bool is_inline;
     ob_inline_pieces inline_table;
+    unsigned int grid; /* blocks of an inline launch: as many words when it has `done` */
     /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch, its
      * block size, and how many of its chunks have run (in the order rect_chunk_order gives). */
     bool is_rect;
@@ -150,6 +151,7 @@ struct config {
     bool no_peer_access;
     unsigned primary_flags; /* what cuDevicePrimaryCtxGetState reports */
     bool no_rect_words;     /* rectangle blocks never set their words */
+    bool no_done_words;     /* inline launches' blocks never set their words */
 };
 
 struct injection {
@@ -225,6 +227,7 @@ static void load_config(void)
     g.cfg.no_peer_access = env_long("FAKE_CUDA_NO_PEER_ACCESS", 0, 0, 1) != 0;
     g.cfg.primary_flags = (unsigned)env_long("FAKE_CUDA_PRIMARY_CTX_FLAGS", 0, 0, 0xff);
     g.cfg.no_rect_words = false;
+    g.cfg.no_done_words = false;
 }
 
 static void init_once(void)
@@ -424,6 +427,20 @@ static void pieces_run(const struct op *op, int ordinal)
         memcpy((void *)dst, (const void *)src, bytes);
         g.stats.bytes_executed += bytes;
     }
+    /* With `done` (kernels.h) each block then sets its word, which must lie in pinned memory
+     * the GPU reaches. */
+    if (op->is_inline && op->inline_table.done != 0 && !g.cfg.no_done_words) {
+        for (unsigned int b = 0; b < op->grid; b++) {
+            uintptr_t word = (uintptr_t)(op->inline_table.done + 4 * b);
+            check_reachable(ordinal, "done word", b, word, 4);
+            const struct alloc *a = alloc_containing(word);
+            if (a == NULL || a->kind != ALLOC_HOST)
+                die("ob_copy_pieces_inline: block %u's word %#lx is not in pinned host memory", b,
+                    (unsigned long)word);
+            __atomic_store_n((uint32_t *)word, 1u, __ATOMIC_RELEASE);
+            g.stats.done_words_set++;
+        }
+    }
     g.stats.copies_executed++;
     g.stats.kernels_executed++;
 }
@@ -524,7 +541,8 @@ static void rect_run(struct op *op, int ordinal, uint64_t upto)
 
 /* Runs the stream's work in order. With `partly`, a rectangle launch whose chunks set words
  * runs half of its remaining chunks and stops the stream there (what a query sees of a launch
- * still running); the work after it stays queued. */
+ * still running), and an inline launch whose blocks set words stops it right after itself
+ * (the blocks are done, the stream has not moved on): the work after either stays queued. */
 static void stream_run_some(struct CUstream_st *s, bool partly)
 {
     for (size_t i = 0; i < s->nops; i++) {
@@ -543,6 +561,12 @@ static void stream_run_some(struct CUstream_st *s, bool partly)
         }
         if (op->pieces != NULL || op->is_inline) {
             pieces_run(op, s->ctx->ordinal);
+            if (partly && op->is_inline && op->inline_table.done != 0 && i + 1 < s->nops) {
+                memmove(s->ops, op + 1, (s->nops - i - 1) * sizeof *op);
+                s->nops -= i + 1;
+                g.stats.done_partial_runs++;
+                return;
+            }
             continue;
         }
         /* memmove: an overlapping copy is undefined on the GPU but must not be in the fake. */
@@ -1443,6 +1467,7 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         } else if (inline_table) {
             op->is_inline = true;
             memcpy(&op->inline_table, params[0], sizeof op->inline_table);
+            op->grid = gx;
             if (op->inline_table.count == 0 || op->inline_table.count > OB_INLINE_PIECES)
                 die("ob_copy_pieces_inline: %lu pieces",
                     (unsigned long)op->inline_table.count);
@@ -2221,6 +2246,13 @@ FAKE_CONTROL void fake_cuda_set_rect_words(int on)
 {
     lock();
     g.cfg.no_rect_words = on == 0;
+    unlock();
+}
+
+FAKE_CONTROL void fake_cuda_set_done_words(int on)
+{
+    lock();
+    g.cfg.no_done_words = on == 0;
     unlock();
 }
 

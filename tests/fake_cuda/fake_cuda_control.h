@@ -103,6 +103,8 @@ struct fake_cuda_stats {
     unsigned long long peer_enables; /* cuCtxEnablePeerAccess calls that enabled a pair */
     unsigned long long rect_words_set;    /* words set by rectangle chunks (kernels.h, flags) */
     unsigned long long rect_partial_runs; /* queries that ran part of a rectangle launch */
+    unsigned long long done_words_set;    /* words set by inline launches' blocks (kernels.h) */
+    unsigned long long done_partial_runs; /* queries that stopped after such a launch */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
     unsigned long long live_allocations;
@@ -150,6 +152,10 @@ struct fake_cuda_batch_record {
      * half of its remaining chunks, in a scrambled order, and answers not ready. 0: its       \
      * chunks never set their words (a kernel that does not signal). */                        \
     X(void, set_rect_words, (int on))                                                           \
+    /* 1 (the default): an inline launch given `done` words (kernels.h) sets them as it runs,   \
+     * and a query that runs it stops the stream after it (work after it stays queued and the  \
+     * query answers not ready). 0: its blocks never set them. */                             \
+    X(void, set_done_words, (int on))                                                           \
     /* Back to the environment's values (or the defaults) for everything above. */             \
     X(void, reset_config, (void))                                                               \
     /* Forgets cuInit, as in a fresh process; allocations, streams and contexts stay. */       \

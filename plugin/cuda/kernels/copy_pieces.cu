@@ -53,11 +53,14 @@ extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int c
 
 /* A few pieces come as the parameter itself (kernels.h): each block reads its descriptor from
  * the constant parameter space instead of waiting for it to cross the bus before it can start
- * on the bytes. __grid_constant__ lets the blocks index it without a private copy. */
+ * on the bytes. __grid_constant__ lets the blocks index it without a private copy. When `done`
+ * is not 0, each block sets its own word there to 1 once its pieces are written everywhere
+ * (kernels.h says why). */
 #define OB_INLINE_PIECES 32
 
 struct ob_inline_pieces {
     unsigned long long count;
+    unsigned long long done;
     ob_piece piece[OB_INLINE_PIECES];
 };
 
@@ -65,6 +68,13 @@ extern "C" __global__ void ob_copy_pieces_inline(const __grid_constant__ ob_inli
 {
     for (unsigned int p = blockIdx.x; p < table.count; p += gridDim.x)
         copy_piece(table.piece[p]);
+    if (table.done != 0) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence_system();
+            ((volatile unsigned int *)table.done)[blockIdx.x] = 1u;
+        }
+    }
 }
 
 /* Rectangles: one launch moves a whole rectangle between two walks (kernels.h says how a
