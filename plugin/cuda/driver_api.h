@@ -62,6 +62,9 @@
     /* Copies between two GPUs of one batch (plugin/api/multi.c): peer access where the hardware  \
      * allows it; without, the driver stages such copies through the host itself. */          \
     X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 4000, OPTIONAL)                            \
-    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, OPTIONAL)
+    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, OPTIONAL)                            \
+    /* A word the stream writes into pinned staging once the copies before it are done: the    \
+     * staged wait sees a copy into pinned memory end sooner than a query tells it. */         \
+    X(cuStreamWriteValue32, cuStreamWriteValue32, 11070, OPTIONAL)
 
 #endif /* OMPBATCH_PLUGIN_DRIVER_API_H */

@@ -57,6 +57,9 @@ typedef struct ob_exec {
     const uint32_t *done_words;
     size_t done_word_count;
     size_t done_after_calls;   /* driver_calls when they were set: any later call voids them */
+    /* Where the stream writes a word after the level's work when the level gathers into pinned
+     * staging by the copy engine (backend_staged.c); NULL otherwise. */
+    uint32_t *word_after;
     /* Scratch arrays for one driver batch call, grown as needed. */
     CUdeviceptr *dsts;
     CUdeviceptr *srcs;

@@ -50,4 +50,7 @@ void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kin
  * backends wait through it before they reuse memory the stream may still read). */
 int ob_staged_wait(ob_exec *exec);
 
+/* Tries stream memory operations again after one failed (tests). */
+void ob_staged_forget_stream_words_for_testing(void);
+
 #endif

@@ -809,6 +809,47 @@ TEST_F(Strategy, WordsThatNeverComeLeaveTheWaitToTheStream)
     }
 }
 
+// A level that gathers into pinned staging by the copy engine (here the hook's lone copy into
+// pageable memory) has the stream write a word after it (cuStreamWriteValue32), and the wait
+// ends on that word: the fake's first query runs the stream, word included, and answers not
+// ready. Without the driver's stream memory operations, or once one failed, the wait queries
+// until the stream is done, and the bytes are the same.
+TEST_F(Strategy, AGatherByTheCopyEngineEndsOnAWordTheStreamWrites)
+{
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    for (int way = 0; way < 3; way++) {
+        SCOPED_TRACE(way == 0 ? "the stream writes the word" : way == 1 ? "the call fails"
+                                                                        : "after a failure");
+        TestRng rng(test_seed() ^ (0x3a7 + way));
+        Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);
+        dev.fill(rng() % 200);
+        host.fill(rng() % 200 + 1);
+        size_t bytes = 1 + rng() % 4000;
+        Batch b(0, nullptr, &o);
+        ob_batch_set_hook_mode(b.b);
+        ASSERT_EQ(OMPBATCH_OK,
+                  ompbatch_batch_add(b.b, host.ptr, H, dev.ptr, 0, bytes, OMPBATCH_MAP_FROM));
+        fake().reset();
+        if (way == 1) {
+            ASSERT_EQ(0, fake().inject_failure("cuStreamWriteValue32", 1,
+                                               CUDA_ERROR_NOT_SUPPORTED));
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        ASSERT_EQ(0, std::memcmp(host.ptr, dev.ptr, bytes));
+        ompbatch_stats st = b.stats();
+        EXPECT_EQ(1u, st.staged_copies);
+        EXPECT_EQ(0u, st.kernel_launches);
+        EXPECT_EQ(1u, st.driver_calls) << "the word is not a copy";
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(way == 0 ? 1 : 2, fake().call_count("cuStreamQuery"));
+        EXPECT_EQ(way == 0 ? 1u : 0u, fs.values_written);
+        EXPECT_EQ(way == 2 ? 0 : 1, fake().call_count("cuStreamWriteValue32"));
+    }
+    ob_staged_forget_stream_words_for_testing();
+}
+
 // Work enqueued after the launch voids its words: a level whose small staged pieces launch
 // first and whose large pinned copy goes to the copy engine after them is waited for whole.
 // The fake's query stops the stream right after the launch, words set, the copy still queued:
@@ -868,14 +909,32 @@ TEST_F(Strategy, AStreamFailingBeforeTheWordsIsReported)
 }
 
 // OMPBATCH_WAIT_POLL_US=0 asks the wait not to spin: it blocks in cuStreamSynchronize at once,
-// words or not.
-TEST_F(Strategy, NoPollingMeansNoWatchingTheWords)
+// and no launch or stream writes words nobody watches.
+TEST_F(Strategy, NoPollingMeansNoWords)
 {
     setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
     ob_config_reload();
-    wait_on_few_pieces(false, 47);
-    EXPECT_EQ(0, fake().call_count("cuStreamQuery"));
-    EXPECT_EQ(1, fake().call_count("cuStreamSynchronize"));
+    for (int from_device = 0; from_device < 2; from_device++) {
+        wait_on_few_pieces(from_device, 47);
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(0u, fs.done_words_set);
+        EXPECT_EQ(0, fake().call_count("cuStreamQuery"));
+        EXPECT_EQ(1, fake().call_count("cuStreamSynchronize"));
+    }
+    // The hook's lone copy into pageable memory: no word after it either.
+    Buffer host(PAGEABLE, 4096), dev(DEVICE, 4096);
+    dev.fill(61);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+    Batch b(0, nullptr, &o);
+    ob_batch_set_hook_mode(b.b);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr, H, dev.ptr, 0, 4000, OMPBATCH_MAP_FROM));
+    fake().reset();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+    EXPECT_EQ(1u, b.stats().staged_copies);
+    EXPECT_EQ(0, fake().call_count("cuStreamWriteValue32"));
+    EXPECT_EQ(0, std::memcmp(host.ptr, dev.ptr, 4000));
     unsetenv("OMPBATCH_WAIT_POLL_US");
     ob_config_reload();
 }

@@ -102,6 +102,9 @@ struct op {
     unsigned int grid; /* blocks of an inline launch: as many words when it has `done` */
     /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch, its
      * block size, and how many of its chunks have run (in the order rect_chunk_order gives). */
+    /* A stream memory operation when is_write_value: `value` stored at dst (4 bytes). */
+    bool is_write_value;
+    uint32_t value;
     bool is_rect;
     ob_rect_piece rect;
     unsigned int block;
@@ -557,6 +560,11 @@ static void stream_run_some(struct CUstream_st *s, bool partly)
                 return;
             }
             rect_run(op, s->ctx->ordinal, chunks);
+            continue;
+        }
+        if (op->is_write_value) {
+            __atomic_store_n((uint32_t *)op->dst, op->value, __ATOMIC_RELEASE);
+            g.stats.values_written++;
             continue;
         }
         if (op->pieces != NULL || op->is_inline) {
@@ -1425,6 +1433,36 @@ static CUresult CUDAAPI fake_cuModuleGetFunction(CUfunction *function, CUmodule 
         copy_functions[module->ordinal].ordinal = module->ordinal;
         *function = &copy_functions[module->ordinal];
         r = CUDA_SUCCESS;
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* The value lands when the stream reaches it, after everything queued before it; the word
+ * must be 4-byte aligned in memory the GPU reaches (device memory or pinned host memory). */
+static CUresult CUDAAPI fake_cuStreamWriteValue32(CUstream h, CUdeviceptr addr, cuuint32_t value,
+                                                  unsigned int flags)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    if (begin_call(FAKE_EP_cuStreamWriteValue32, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS ||
+        (r = any_stream(h, ctx, &s)) != CUDA_SUCCESS)
+        goto out;
+    const struct alloc *a = alloc_containing((uintptr_t)addr);
+    if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "flags %#x", flags);
+    else if (addr % 4 != 0 || a == NULL || a->kind == ALLOC_MANAGED ||
+             (uintptr_t)addr + 4 > a->base + a->size)
+        r = fail(CUDA_ERROR_INVALID_VALUE, "%#lx is not an aligned word of device or pinned memory",
+                 (unsigned long)addr);
+    else if ((r = queue_reserve(s, 1)) == CUDA_SUCCESS) {
+        struct op *op = &s->ops[s->nops++];
+        memset(op, 0, sizeof *op);
+        op->is_write_value = true;
+        op->dst = (unsigned char *)(uintptr_t)addr;
+        op->value = value;
     }
 out:
     unlock();

@@ -105,6 +105,7 @@ struct fake_cuda_stats {
     unsigned long long rect_partial_runs; /* queries that ran part of a rectangle launch */
     unsigned long long done_words_set;    /* words set by inline launches' blocks (kernels.h) */
     unsigned long long done_partial_runs; /* queries that stopped after such a launch */
+    unsigned long long values_written;    /* cuStreamWriteValue32 operations that ran */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
     unsigned long long live_allocations;
