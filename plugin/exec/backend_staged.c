@@ -751,6 +751,30 @@ static size_t chunks_landed(const ob_rect_progress *p)
 /* Landed chunks are unpacked once they hold this much, or when they are the last ones. */
 #define OB_UNPACK_AT_LEAST ((size_t)16 << 10)
 
+/* What a wait that watches words in pinned memory does next (between_looks). */
+enum { OB_LOOK_AGAIN = 1, OB_STREAM_OVER, OB_STOP_LOOKING };
+
+/* Between two looks at words in pinned memory: every OB_LOOKS_PER_QUERY looks, asks the stream
+ * whether it failed or finished, and whether more than `budget` ns went by since `since`.
+ * Returns OB_LOOK_AGAIN, OB_STREAM_OVER (exec->stream_busy is then cleared), OB_STOP_LOOKING
+ * (the budget is spent: the wait blocks), or a negative status when the stream failed. */
+static int between_looks(ob_exec *exec, size_t *looks, uint64_t since, uint64_t budget)
+{
+    const ob_driver *driver = exec->driver;
+    if (++*looks % OB_LOOKS_PER_QUERY != 0)
+        return OB_LOOK_AGAIN;
+    if (driver->fn.cuStreamQuery != NULL) {
+        CUresult r = driver->fn.cuStreamQuery(exec->stream);
+        if (r == CUDA_SUCCESS) {
+            exec->stream_busy = 0;
+            return OB_STREAM_OVER;
+        }
+        if (r != CUDA_ERROR_NOT_READY)
+            return ob_cu_check(driver, r, "cuStreamQuery");
+    }
+    return ob_clock_ns() - since > budget ? OB_STOP_LOOKING : OB_LOOK_AGAIN;
+}
+
 /* While the stream runs, unpacks the gathered rectangles chunk by chunk as their words say
  * the chunks landed, one rectangle after the other (their launches run in that order). Stops
  * when all are unpacked, when a query finds the stream done (exec->stream_busy is then
@@ -780,17 +804,11 @@ static int unpack_as_chunks_land(ob_exec *exec)
             k += landed == p->chunks;
             continue;
         }
-        if (++looks % OB_LOOKS_PER_QUERY != 0)
-            continue;
-        CUresult r = driver->fn.cuStreamQuery(exec->stream);
-        if (r == CUDA_SUCCESS) {
-            exec->stream_busy = 0;
-        } else if (r != CUDA_ERROR_NOT_READY) {
-            status = ob_cu_check(driver, r, "cuStreamQuery");
+        int next = between_looks(exec, &looks, quiet_since, budget);
+        if (next < 0)
+            status = next;
+        if (next < 0 || next == OB_STOP_LOOKING)
             break;
-        } else if (ob_clock_ns() - quiet_since > budget) {
-            break;
-        }
     }
     if (started != 0)
         ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started - unpacking);
@@ -826,7 +844,6 @@ void ob_staged_complete(ob_exec *exec)
  * OMPBATCH_WAIT_POLL_US without them the wait blocks as it would without words. */
 static int watch_done_words(ob_exec *exec)
 {
-    const ob_driver *driver = exec->driver;
     const uint32_t *words = exec->done_words;
     size_t count = exec->done_word_count, seen = 0, looks = 0;
     exec->done_words = NULL;
@@ -842,20 +859,10 @@ static int watch_done_words(ob_exec *exec)
             exec->stream_busy = 0;
             break;
         }
-        if (++looks % OB_LOOKS_PER_QUERY != 0)
-            continue;
-        if (driver->fn.cuStreamQuery != NULL) {
-            CUresult r = driver->fn.cuStreamQuery(exec->stream);
-            if (r == CUDA_SUCCESS) {
-                exec->stream_busy = 0;
-                break;
-            }
-            if (r != CUDA_ERROR_NOT_READY) {
-                status = ob_cu_check(driver, r, "cuStreamQuery");
-                break;
-            }
-        }
-        if (ob_clock_ns() - since > budget)
+        int next = between_looks(exec, &looks, since, budget);
+        if (next < 0)
+            status = next;
+        if (next != OB_LOOK_AGAIN)
             break;
     }
     if (started != 0)
