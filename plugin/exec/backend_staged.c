@@ -754,15 +754,19 @@ static size_t chunks_landed(const ob_rect_progress *p)
 /* What a wait that watches words in pinned memory does next (between_looks). */
 enum { OB_LOOK_AGAIN = 1, OB_STREAM_OVER, OB_STOP_LOOKING };
 
-/* Between two looks at words in pinned memory: every OB_LOOKS_PER_QUERY looks, asks the stream
- * whether it failed or finished, and whether more than `budget` ns went by since `since`.
- * Returns OB_LOOK_AGAIN, OB_STREAM_OVER (exec->stream_busy is then cleared), OB_STOP_LOOKING
- * (the budget is spent: the wait blocks), or a negative status when the stream failed. */
+/* Between two looks at words in pinned memory: every OB_LOOKS_PER_QUERY looks, whether more
+ * than `budget` ns went by since `since`, and if not, whether the stream failed or finished.
+ * The budget comes first, so that the words are looked at once more after every query (a
+ * query can take long enough for the words to land meanwhile). Returns OB_LOOK_AGAIN,
+ * OB_STREAM_OVER (exec->stream_busy is then cleared), OB_STOP_LOOKING (the budget is spent: the
+ * wait blocks), or a negative status when the stream failed. */
 static int between_looks(ob_exec *exec, size_t *looks, uint64_t since, uint64_t budget)
 {
     const ob_driver *driver = exec->driver;
     if (++*looks % OB_LOOKS_PER_QUERY != 0)
         return OB_LOOK_AGAIN;
+    if (ob_clock_ns() - since > budget)
+        return OB_STOP_LOOKING;
     if (driver->fn.cuStreamQuery != NULL) {
         CUresult r = driver->fn.cuStreamQuery(exec->stream);
         if (r == CUDA_SUCCESS) {
@@ -772,7 +776,7 @@ static int between_looks(ob_exec *exec, size_t *looks, uint64_t since, uint64_t 
         if (r != CUDA_ERROR_NOT_READY)
             return ob_cu_check(driver, r, "cuStreamQuery");
     }
-    return ob_clock_ns() - since > budget ? OB_STOP_LOOKING : OB_LOOK_AGAIN;
+    return OB_LOOK_AGAIN;
 }
 
 /* While the stream runs, unpacks the gathered rectangles chunk by chunk as their words say

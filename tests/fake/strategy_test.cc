@@ -780,9 +780,12 @@ void wait_on_few_pieces(bool from_device, uint64_t salt)
 // place (kernels.h): the wait ends on them, without waiting for a query to say the stream is
 // done. The fake's first query runs the launch (setting the words) and answers not ready, so a
 // wait that ignored the words would query twice. Both directions: the gathered pieces are
-// unpacked after the words.
+// unpacked after the words. The polling budget is made long, so that a slow (sanitised) run
+// does not spend it before the words come.
 TEST_F(Strategy, AFewPiecesLaunchEndsOnItsBlocksWords)
 {
+    setenv("OMPBATCH_WAIT_POLL_US", "1000000", 1);
+    ob_config_reload();
     for (int from_device = 0; from_device < 2; from_device++) {
         SCOPED_TRACE(from_device ? "D2H pageable" : "H2D pageable");
         wait_on_few_pieces(from_device, 41);
@@ -792,6 +795,8 @@ TEST_F(Strategy, AFewPiecesLaunchEndsOnItsBlocksWords)
         EXPECT_EQ(1, fake().call_count("cuStreamQuery"));
         EXPECT_EQ(0, fake().call_count("cuStreamSynchronize"));
     }
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
 }
 
 // Blocks that never set their words (a kernel that does not signal): the wait still ends, when
@@ -816,6 +821,8 @@ TEST_F(Strategy, WordsThatNeverComeLeaveTheWaitToTheStream)
 // until the stream is done, and the bytes are the same.
 TEST_F(Strategy, AGatherByTheCopyEngineEndsOnAWordTheStreamWrites)
 {
+    setenv("OMPBATCH_WAIT_POLL_US", "1000000", 1); // no budget spent before the word, however slow
+    ob_config_reload();
     ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
     for (int way = 0; way < 3; way++) {
         SCOPED_TRACE(way == 0 ? "the stream writes the word" : way == 1 ? "the call fails"
@@ -848,6 +855,8 @@ TEST_F(Strategy, AGatherByTheCopyEngineEndsOnAWordTheStreamWrites)
         EXPECT_EQ(way == 2 ? 0 : 1, fake().call_count("cuStreamWriteValue32"));
     }
     ob_staged_forget_stream_words_for_testing();
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
 }
 
 // Work enqueued after the launch voids its words: a level whose small staged pieces launch
