@@ -98,6 +98,22 @@ static ob_calibrate_choice read_calibrate(void)
     return OB_CALIBRATE_ON;
 }
 
+/* Whether the library takes the host for busy (workers.c, ob_host_saturated): by its load, or
+ * always or never, for programs that know better and for tests whose counts must not depend
+ * on what else the machine runs. */
+static ob_host_busy_choice read_host_busy(void)
+{
+    const char *value = getenv("OMPBATCH_HOST_BUSY");
+    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
+        return OB_HOST_BUSY_AUTO;
+    if (strcmp(value, "0") == 0)
+        return OB_HOST_BUSY_NEVER;
+    if (strcmp(value, "1") == 0)
+        return OB_HOST_BUSY_ALWAYS;
+    warn_bad_value("OMPBATCH_HOST_BUSY", value, "auto, 0 or 1");
+    return OB_HOST_BUSY_AUTO;
+}
+
 /* $XDG_CACHE_HOME/ompbatch, else $HOME/.cache/ompbatch; "off" or no home: no cache. */
 static void read_cost_cache(char *out, size_t size)
 {
@@ -138,6 +154,7 @@ static void read_environment(void)
                                              64);
     current.bus_bytes = (size_t)read_long("OMPBATCH_BUS_KB", OB_DEFAULT_BUS_KB, 0, 1L << 20) << 10;
     current.calibrate = read_calibrate();
+    current.host_busy = read_host_busy();
     read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
     const char *cost = getenv("OMPBATCH_COST");
     snprintf(current.cost, sizeof(current.cost), "%s", cost != NULL ? cost : "");

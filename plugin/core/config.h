@@ -31,6 +31,12 @@ typedef enum ob_strided_choice {
     OB_STRIDED_SPEC         /* copy what the OpenMP specification says, for every shape */
 } ob_strided_choice;
 
+typedef enum ob_host_busy_choice {
+    OB_HOST_BUSY_AUTO = 0, /* busy while every processor has a runnable thread (/proc/loadavg) */
+    OB_HOST_BUSY_NEVER,
+    OB_HOST_BUSY_ALWAYS
+} ob_host_busy_choice;
+
 typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
@@ -42,6 +48,7 @@ typedef struct ob_config {
     ob_strategy_choice strategy; /* OMPBATCH_STRATEGY */
     size_t pack_threads;     /* OMPBATCH_PACK_THREADS: threads that pack and unpack */
     size_t bus_bytes;        /* OMPBATCH_BUS_KB: staged levels this small skip the bulk copy */
+    ob_host_busy_choice host_busy; /* OMPBATCH_HOST_BUSY */
     ob_calibrate_choice calibrate; /* OMPBATCH_CALIBRATE */
     char cost_cache[512];    /* OMPBATCH_COST_CACHE: the calibration cache directory, or "" */
     char cost[512];          /* OMPBATCH_COST: "name=value,..." overrides of the cost model */

@@ -190,10 +190,18 @@ static _Atomic uint64_t load_checked_at;
 static atomic_int saturated;
 static atomic_int load_ignored; /* tests that need the helpers whatever else runs */
 
-static int host_saturated(void)
+int ob_host_saturated(void)
 {
     if (atomic_load_explicit(&load_ignored, memory_order_relaxed))
         return 0;
+    switch (ob_config_get()->host_busy) {
+    case OB_HOST_BUSY_NEVER:
+        return 0;
+    case OB_HOST_BUSY_ALWAYS:
+        return 1;
+    case OB_HOST_BUSY_AUTO:
+        break;
+    }
     uint64_t now = ob_clock_ns(), last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
     if (now - last < OB_LOAD_CHECK_NS ||
         !atomic_compare_exchange_strong(&load_checked_at, &last, now))
@@ -217,7 +225,7 @@ static int host_saturated(void)
 int ob_workers_late(void)
 {
     return ob_clock_ns() < atomic_load_explicit(&alone_until, memory_order_relaxed) ||
-           host_saturated();
+           ob_host_saturated();
 }
 
 static void run_alone(ob_work_fn fn, void *arg, size_t parts)

@@ -25,6 +25,10 @@ void ob_workers_share(ob_work_fn fn, void *arg, size_t parts);
  * parallel packing (the pipelined path) is not worth taking. */
 int ob_workers_late(void);
 
+/* Whether every processor of the host has a runnable thread (/proc/loadavg, read at most every
+ * 20 ms), or what OMPBATCH_HOST_BUSY says instead. */
+int ob_host_saturated(void);
+
 /* Tests: forget that helpers came late, have them late for a minute, or leave the host's load
  * out of it (tests run beside each other). */
 void ob_workers_forget_lateness_for_testing(void);

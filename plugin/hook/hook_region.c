@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "plugin/core/workers.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_runtime.h"
 
@@ -60,12 +61,18 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
                       : REGION_ITEM_FINE;
 }
 
-/* Whether the copies a split would batch pay for its two extra calls into the runtime: two
- * or more to the device (one batch instead of the runtime's copies one by one), or any from
- * it (the runtime's copy into pageable memory waits inside the driver, which in its
- * blocking-sync context costs tens of microseconds; the hook's goes through pinned staging). */
+/* Whether the copies a split would batch pay for its two extra calls into the runtime and its
+ * waits: two or more to the device (one batch instead of the runtime's copies one by one), or
+ * any from it (the runtime's copy into pageable memory waits inside the driver, which in its
+ * blocking-sync context costs tens of microseconds; the hook's goes through pinned staging).
+ * Not one copy each way while the host is busy: with every processor taken the hook's own
+ * work runs slower and the runtime's waits end sooner, and a region of one 4 KiB tofrom item
+ * took 45-48 us split against the runtime's 39-45 (H100 host, 2026-12-06; idle, 43-47
+ * against 49-56). */
 static int worth_splitting(size_t to, size_t from)
 {
+    if (to < 2 && from == 1 && ob_host_saturated())
+        return 0;
     return to >= 2 || from >= 1;
 }
 

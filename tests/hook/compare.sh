@@ -12,6 +12,10 @@
 #                statistics line checked against --expect too
 #   disabled     hooked with OMPBATCH_DISABLE=1 and OMPBATCH_STATS=1: state=pass-through and
 #                every *_batched counter 0
+#   hooked+busy  hooked with the host taken for busy (OMPBATCH_HOST_BUSY=1), the way the hook
+#                runs while every processor has a runnable thread
+# The other variants take the host for idle (OMPBATCH_HOST_BUSY=0, or what --host-busy says):
+# their counts must not depend on what else the machine runs.
 # Every variant must match the plain run exactly: stdout, exit status, and the stderr lines
 # that hold the runtime's messages ("Libomptarget ..." under LLVM 16, "omptarget ..." under
 # 19; addresses masked, since they differ between binaries and runs). Each variant also runs with OMP_TARGET_OFFLOAD=MANDATORY (no
@@ -28,6 +32,7 @@
 #                      field of the line, e.g. --expect update_batched>=32
 #                      (state=active is expected unless --state says otherwise)
 #   --state S          the hook state expected of hooked+stats and preload (default active)
+#   --host-busy V      OMPBATCH_HOST_BUSY of every variant but hooked+busy (default 0)
 #   --status N         the exit status the plain run must have (default 0; a program that
 #                      libomptarget aborts exits 134)
 #   --no-stats         no statistics line is expected (a run that aborts skips exit handlers)
@@ -76,6 +81,7 @@ for extra in ${OMPBATCH_COMPARE_EXPECT:-}; do
 done
 want_status=0
 want_state=active
+host_busy=0
 stats=1
 preload=1
 positional=()
@@ -88,6 +94,7 @@ while [ $# -gt 0 ]; do
     --no-stats) stats=0; shift ;;
     --no-preload) preload=0; shift ;;
     --state) [ $# -ge 2 ] || usage; want_state=$2; shift 2 ;;
+    --host-busy) [ $# -ge 2 ] || usage; host_busy=$2; shift 2 ;;
     --) shift; program_args=("$@"); break ;;
     -*) echo "compare.sh: unknown option $1" >&2; usage ;;
     *) positional+=("$1"); shift ;;
@@ -126,7 +133,8 @@ echo "omp hook compare $name: seed $seed (OMPBATCH_TEST_SEED=$seed replays it)"
 dir=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/omp_hook_compare.XXXXXX") || exit 2
 timeout_s=${OMPBATCH_COMPARE_TIMEOUT:-120}
 
-base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY)
+base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY
+    OMPBATCH_HOST_BUSY="$host_busy")
 # What the runner itself must preload into every run (LLVM 19's JIT-init library on a GPU).
 runner_preload=${OMPBATCH_COMPARE_PRELOAD:-}
 [ -z "$runner_preload" ] || base_env+=(LD_PRELOAD="$runner_preload")
@@ -157,6 +165,10 @@ if [ "$preload" = 1 ]; then
 fi
 run disabled OMPBATCH_STATS=1 OMPBATCH_DISABLE=1 "$hooked"
 variants+=(disabled)
+if [ "$host_busy" != 1 ]; then
+    run hooked+busy OMPBATCH_HOST_BUSY=1 "$hooked"
+    variants+=(hooked+busy)
+fi
 
 status_of() { cat "$dir/$1.status"; }
 

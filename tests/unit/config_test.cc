@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "plugin/core/config.h"
+#include "plugin/core/workers.h"
 }
 
 namespace {
@@ -21,7 +22,8 @@ protected:
              {"OMPBATCH_DISABLE", "OMPBATCH_VERBOSE", "OMPBATCH_MAX_COPIES", "OMPBATCH_BATCH_FORM",
               "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
               "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
-              "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "OMPBATCH_BUS_KB", "XDG_CACHE_HOME"})
+              "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "OMPBATCH_BUS_KB", "OMPBATCH_HOST_BUSY",
+              "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
     }
@@ -106,6 +108,32 @@ TEST_F(Config, StridedIsReadAndABadValueNamed)
     EXPECT_EQ("ompbatch: ignoring OMPBATCH_STRIDED=\"specification\": expected runtime or spec\n",
               reload());
     EXPECT_EQ(OB_STRIDED_RUNTIME, ob_config_get()->strided);
+}
+
+// OMPBATCH_HOST_BUSY: the host's load decides (auto), or the host is taken for idle or busy
+// whatever it runs; a busy host has callers work alone. A bad value is named.
+TEST_F(Config, HostBusyIsReadAndDecidesWhetherTheHostIsBusy)
+{
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_HOST_BUSY_AUTO, ob_config_get()->host_busy);
+    setenv("OMPBATCH_HOST_BUSY", "1", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_HOST_BUSY_ALWAYS, ob_config_get()->host_busy);
+    ob_workers_forget_lateness_for_testing();
+    EXPECT_TRUE(ob_host_saturated());
+    EXPECT_TRUE(ob_workers_late());
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_HOST_BUSY_NEVER, ob_config_get()->host_busy);
+    ob_workers_forget_lateness_for_testing();
+    EXPECT_FALSE(ob_host_saturated());
+    EXPECT_FALSE(ob_workers_late());
+    setenv("OMPBATCH_HOST_BUSY", "auto", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_HOST_BUSY_AUTO, ob_config_get()->host_busy);
+    setenv("OMPBATCH_HOST_BUSY", "yes", 1);
+    EXPECT_EQ("ompbatch: ignoring OMPBATCH_HOST_BUSY=\"yes\": expected auto, 0 or 1\n", reload());
+    EXPECT_EQ(OB_HOST_BUSY_AUTO, ob_config_get()->host_busy);
 }
 
 // The staged strategy's variables: their values, their defaults and bad values, named.
