@@ -188,12 +188,9 @@ static size_t start_helpers(size_t want)
 #define OB_LOAD_CHECK_NS 20000000ull
 static _Atomic uint64_t load_checked_at;
 static atomic_int saturated;
-static atomic_int load_ignored; /* tests that need the helpers whatever else runs */
 
 int ob_host_saturated(void)
 {
-    if (atomic_load_explicit(&load_ignored, memory_order_relaxed))
-        return 0;
     switch (ob_config_get()->host_busy) {
     case OB_HOST_BUSY_NEVER:
         return 0;
@@ -315,11 +312,6 @@ void ob_workers_forget_lateness_for_testing(void)
     atomic_store(&alone_until, 0);
     atomic_store(&saturated, 0);
     atomic_store(&load_checked_at, ob_clock_ns());
-}
-
-void ob_workers_ignore_load_for_testing(int ignore)
-{
-    atomic_store(&load_ignored, ignore);
 }
 
 void ob_workers_mark_late_for_testing(void)

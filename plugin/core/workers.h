@@ -29,11 +29,10 @@ int ob_workers_late(void);
  * 20 ms), or what OMPBATCH_HOST_BUSY says instead. */
 int ob_host_saturated(void);
 
-/* Tests: forget that helpers came late, have them late for a minute, or leave the host's load
- * out of it (tests run beside each other). */
+/* Tests: forget that helpers came late, or have them late for a minute. (Tests that must not
+ * depend on the host's load, since tests run beside each other, set OMPBATCH_HOST_BUSY=0.) */
 void ob_workers_forget_lateness_for_testing(void);
 void ob_workers_mark_late_for_testing(void);
-void ob_workers_ignore_load_for_testing(int ignore);
 
 /* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
 size_t ob_workers_threads(void);

@@ -31,11 +31,12 @@ protected:
     {
         unsetenv("OMPBATCH_STRATEGY");
         unsetenv("OMPBATCH_BUS_KB");
+        setenv("OMPBATCH_HOST_BUSY", "0", 1); // tests run beside each other
+        ob_config_reload();
         load();
         ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
-        ob_workers_ignore_load_for_testing(1);
     }
     void TearDown() override
     {

@@ -103,12 +103,13 @@ protected:
         unsetenv("OMPBATCH_STAGING_MB");
         unsetenv("OMPBATCH_COST");
         unsetenv("OMPBATCH_BUS_KB");
+        // The pipelined path is left when the host is busy: tests run beside each other.
+        setenv("OMPBATCH_HOST_BUSY", "0", 1);
+        ob_config_reload();
         load();
         ob_kernels_forget_for_testing();
         ob_cost_reset_for_testing();
         ob_staging_free_idle();
-        // The pipelined path is left when the host is busy: tests run beside each other.
-        ob_workers_ignore_load_for_testing(1);
         ob_workers_forget_lateness_for_testing();
     }
     void TearDown() override
@@ -1498,8 +1499,8 @@ TEST(Workers, EveryPartRunsOnce)
 {
     // Helpers even on a machine of two processors, so the threaded path runs.
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
     ob_config_reload();
-    ob_workers_ignore_load_for_testing(1);
     ob_workers_forget_lateness_for_testing();
     static std::atomic<int> hits[37];
     for (auto &h : hits)
@@ -1546,8 +1547,8 @@ TEST(Workers, EveryPartRunsOnce)
 TEST(Workers, BackToBackJobsRunEachPartOnceBeforeTheCallerReturns)
 {
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
     ob_config_reload();
-    ob_workers_ignore_load_for_testing(1);
     ob_workers_forget_lateness_for_testing();
     struct job {
         std::atomic<int> runs[40];
@@ -1594,8 +1595,8 @@ TEST(Workers, BackToBackJobsRunEachPartOnceBeforeTheCallerReturns)
 TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
 {
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
     ob_config_reload();
-    ob_workers_ignore_load_for_testing(1);
     ob_workers_forget_lateness_for_testing();
     static pthread_t caller;
     static std::atomic<int> elsewhere;
@@ -1640,8 +1641,8 @@ TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
 TEST(Workers, ABusyHostMakesTheCallerWorkAlone)
 {
     setenv("OMPBATCH_PACK_THREADS", "4", 1);
+    setenv("OMPBATCH_HOST_BUSY", "auto", 1);
     ob_config_reload();
-    ob_workers_ignore_load_for_testing(0);
     ob_workers_forget_lateness_for_testing();
     std::atomic<bool> stop{false};
     std::vector<std::thread> spinners;
@@ -1659,7 +1660,8 @@ TEST(Workers, ABusyHostMakesTheCallerWorkAlone)
     for (auto &t : spinners)
         t.join();
     EXPECT_TRUE(saw_busy) << "every processor had a spinning thread, yet the host looked idle";
-    ob_workers_ignore_load_for_testing(1);
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
+    ob_config_reload();
     ob_workers_forget_lateness_for_testing();
     EXPECT_FALSE(ob_workers_late());
     unsetenv("OMPBATCH_PACK_THREADS");
