@@ -46,73 +46,48 @@ static long read_long(const char *name, long fallback, long min, long max)
     return parsed;
 }
 
-static ob_form_choice read_form(void)
+/* One word a variable may hold, and what it stands for. */
+typedef struct ob_word {
+    const char *word;
+    int value;
+} ob_word;
+
+/* What the word in variable `name` stands for among words[count], or `fallback` when it is
+ * unset, empty or none of them (then named, with the words in their order). */
+static int read_word(const char *name, const ob_word *words, size_t count, int fallback)
 {
-    const char *value = getenv("OMPBATCH_BATCH_FORM");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
-        return OB_FORM_AUTO;
-    if (strcmp(value, "13000") == 0)
-        return OB_FORM_FORCE_13000;
-    if (strcmp(value, "12080") == 0)
-        return OB_FORM_FORCE_12080;
-    if (strcmp(value, "percopy") == 0)
-        return OB_FORM_FORCE_PER_COPY;
-    warn_bad_value("OMPBATCH_BATCH_FORM", value, "auto, 13000, 12080 or percopy");
-    return OB_FORM_AUTO;
+    const char *value = getenv(name);
+    if (value == NULL || value[0] == '\0')
+        return fallback;
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(value, words[i].word) == 0)
+            return words[i].value;
+    char expected[96];
+    size_t used = 0;
+    for (size_t i = 0; i < count && used < sizeof(expected); i++)
+        used += (size_t)snprintf(expected + used, sizeof(expected) - used, "%s%s",
+                                 i == 0 ? "" : i + 1 == count ? " or " : ", ", words[i].word);
+    warn_bad_value(name, value, expected);
+    return fallback;
 }
 
-static ob_strategy_choice read_strategy(void)
-{
-    const char *value = getenv("OMPBATCH_STRATEGY");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
-        return OB_STRATEGY_AUTO;
-    if (strcmp(value, "direct") == 0)
-        return OB_STRATEGY_DIRECT;
-    if (strcmp(value, "staged") == 0)
-        return OB_STRATEGY_STAGED;
-    warn_bad_value("OMPBATCH_STRATEGY", value, "auto, direct or staged");
-    return OB_STRATEGY_AUTO;
-}
+#define OB_WORDS(words) words, sizeof(words) / sizeof((words)[0])
 
-static ob_strided_choice read_strided(void)
-{
-    const char *value = getenv("OMPBATCH_STRIDED");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "runtime") == 0)
-        return OB_STRIDED_RUNTIME;
-    if (strcmp(value, "spec") == 0)
-        return OB_STRIDED_SPEC;
-    warn_bad_value("OMPBATCH_STRIDED", value, "runtime or spec");
-    return OB_STRIDED_RUNTIME;
-}
-
-static ob_calibrate_choice read_calibrate(void)
-{
-    const char *value = getenv("OMPBATCH_CALIBRATE");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "1") == 0)
-        return OB_CALIBRATE_ON;
-    if (strcmp(value, "0") == 0)
-        return OB_CALIBRATE_OFF;
-    if (strcmp(value, "force") == 0)
-        return OB_CALIBRATE_FORCE;
-    warn_bad_value("OMPBATCH_CALIBRATE", value, "0, 1 or force");
-    return OB_CALIBRATE_ON;
-}
-
+static const ob_word form_words[] = {{"auto", OB_FORM_AUTO},
+                                     {"13000", OB_FORM_FORCE_13000},
+                                     {"12080", OB_FORM_FORCE_12080},
+                                     {"percopy", OB_FORM_FORCE_PER_COPY}};
+static const ob_word strategy_words[] = {
+    {"auto", OB_STRATEGY_AUTO}, {"direct", OB_STRATEGY_DIRECT}, {"staged", OB_STRATEGY_STAGED}};
+static const ob_word strided_words[] = {{"runtime", OB_STRIDED_RUNTIME},
+                                        {"spec", OB_STRIDED_SPEC}};
+static const ob_word calibrate_words[] = {
+    {"0", OB_CALIBRATE_OFF}, {"1", OB_CALIBRATE_ON}, {"force", OB_CALIBRATE_FORCE}};
 /* Whether the library takes the host for busy (workers.c, ob_host_saturated): by its load, or
  * always or never, for programs that know better and for tests whose counts must not depend
  * on what else the machine runs. */
-static ob_host_busy_choice read_host_busy(void)
-{
-    const char *value = getenv("OMPBATCH_HOST_BUSY");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "auto") == 0)
-        return OB_HOST_BUSY_AUTO;
-    if (strcmp(value, "0") == 0)
-        return OB_HOST_BUSY_NEVER;
-    if (strcmp(value, "1") == 0)
-        return OB_HOST_BUSY_ALWAYS;
-    warn_bad_value("OMPBATCH_HOST_BUSY", value, "auto, 0 or 1");
-    return OB_HOST_BUSY_AUTO;
-}
+static const ob_word host_busy_words[] = {
+    {"auto", OB_HOST_BUSY_AUTO}, {"0", OB_HOST_BUSY_NEVER}, {"1", OB_HOST_BUSY_ALWAYS}};
 
 /* $XDG_CACHE_HOME/ompbatch, else $HOME/.cache/ompbatch; "off" or no home: no cache. */
 static void read_cost_cache(char *out, size_t size)
@@ -149,21 +124,22 @@ static void read_environment(void)
                                            1L << 24);
     current.wait_poll_us = read_long("OMPBATCH_WAIT_POLL_US", OB_DEFAULT_WAIT_POLL_US, 0, 1000000);
     current.staging_bytes = (size_t)read_long("OMPBATCH_STAGING_MB", 256, 0, 1L << 20) << 20;
-    current.strategy = read_strategy();
+    current.strategy = read_word("OMPBATCH_STRATEGY", OB_WORDS(strategy_words), OB_STRATEGY_AUTO);
     current.pack_threads = (size_t)read_long("OMPBATCH_PACK_THREADS", default_pack_threads(), 1,
                                              64);
     current.bus_bytes = (size_t)read_long("OMPBATCH_BUS_KB", OB_DEFAULT_BUS_KB, 0, 1L << 20) << 10;
-    current.calibrate = read_calibrate();
-    current.host_busy = read_host_busy();
+    current.calibrate = read_word("OMPBATCH_CALIBRATE", OB_WORDS(calibrate_words), OB_CALIBRATE_ON);
+    current.host_busy =
+        read_word("OMPBATCH_HOST_BUSY", OB_WORDS(host_busy_words), OB_HOST_BUSY_AUTO);
     read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
     const char *cost = getenv("OMPBATCH_COST");
     snprintf(current.cost, sizeof(current.cost), "%s", cost != NULL ? cost : "");
-    current.form = read_form();
+    current.form = read_word("OMPBATCH_BATCH_FORM", OB_WORDS(form_words), OB_FORM_AUTO);
     const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
     if (library == NULL || library[0] == '\0')
         library = OB_DEFAULT_CUDA_LIBRARY;
     snprintf(current.cuda_library, sizeof(current.cuda_library), "%s", library);
-    current.strided = read_strided();
+    current.strided = read_word("OMPBATCH_STRIDED", OB_WORDS(strided_words), OB_STRIDED_RUNTIME);
 }
 
 const ob_config *ob_config_get(void)
