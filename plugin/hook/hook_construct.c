@@ -874,6 +874,18 @@ static int forwarded_for_present(const ob_construct *c)
     return 1;
 }
 
+/* The mirror entry that holds the item whole, or NULL with the item's reason set: partly
+ * mapped, or not a mapping the hook knows. */
+static ob_mirror_entry *entry_holding(const ob_construct *c, item *it)
+{
+    ob_mirror_entry *entry = NULL;
+    ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
+    if (found == OB_MIRROR_INSIDE)
+        return entry;
+    it->why = found == OB_MIRROR_PARTIAL ? OB_REASON_PARTIAL : OB_REASON_UNKNOWN;
+    return NULL;
+}
+
 void ob_hook_update(const ob_construct *c)
 {
     const ob_map_args *a = &c->args;
@@ -920,12 +932,9 @@ void ob_hook_update(const ob_construct *c)
                 batched += added;
             continue;
         }
-        ob_mirror_entry *entry = NULL;
-        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
-        if (found != OB_MIRROR_INSIDE) {
-            it->why = found == OB_MIRROR_PARTIAL ? OB_REASON_PARTIAL : OB_REASON_UNKNOWN;
+        ob_mirror_entry *entry = entry_holding(c, it);
+        if (entry == NULL)
             continue;
-        }
         if (!ob_hook_device_usable(c->device, entry->device)) {
             it->why = OB_REASON_DEVICE;
             continue;
@@ -1216,12 +1225,9 @@ static size_t plan_end(const ob_construct *c, item *items, int64_t *types, size_
         types[i] = it->type;
         if (it->why != OB_REASON_NONE)
             continue;
-        ob_mirror_entry *entry = NULL;
-        ob_mirror_found found = ob_mirror_find(c->device, it->begin, it->end, &entry);
-        if (found != OB_MIRROR_INSIDE) {
-            it->why = found == OB_MIRROR_PARTIAL ? OB_REASON_PARTIAL : OB_REASON_UNKNOWN;
+        ob_mirror_entry *entry = entry_holding(c, it);
+        if (entry == NULL)
             continue;
-        }
         it->was_mirrored = 1;
         int last = model_end(entry, it->type);
         if (last < 0) {
