@@ -76,6 +76,30 @@ static int worth_splitting(size_t to, size_t from)
     return to >= 2 || from >= 1;
 }
 
+/* The most copies a split could batch as far as the mirror can tell: an item it holds copies
+ * only with `always, from`; one it does not hold may be new. Mirror look-ups only: the
+ * questions to the runtime that classify_region_item asks of the others cost a call each,
+ * and on a busy host most regions that come this far are decided by this bound. The caller
+ * holds the mirror's kernel lock. */
+static void copies_at_most(int device, const ob_kernel_args *k, size_t *to, size_t *from)
+{
+    *to = *from = 0;
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+            continue;
+        uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+        uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
+        ob_mirror_entry *entry = NULL;
+        if (k->arg_sizes[i] > 0 && ob_mirror_find(device, begin, end, &entry) == OB_MIRROR_INSIDE) {
+            *from += (t & OB_MAP_FROM) && (t & OB_MAP_ALWAYS);
+            continue;
+        }
+        *to += (t & OB_MAP_TO) != 0;
+        *from += (t & OB_MAP_FROM) != 0;
+    }
+}
+
 int ob_hook_region_splittable(int device, const ob_kernel_args *k)
 {
     if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
@@ -96,6 +120,12 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
     size_t to = 0, from = 0;
     int unsafe = 0;
     ob_mirror_kernel_lock();
+    copies_at_most(device, k, &to, &from);
+    if (!worth_splitting(to, from)) {
+        ob_mirror_kernel_unlock();
+        return 0;
+    }
+    to = from = 0;
     for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
         if (k->arg_types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
             continue;

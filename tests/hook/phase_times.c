@@ -5,7 +5,8 @@
  * then the times: with timing on, every phase those constructs pass through has time, the
  * construct's time holds all the phases nested in it, and ompbatch_hook_reset_stats zeroes
  * them; with timing off, every time is zero while the counters still count. With the host taken
- * for busy (OMPBATCH_HOST_BUSY=1) the regions, one copy each way, are left to the runtime whole.
+ * for busy (OMPBATCH_HOST_BUSY=1) the regions, one copy each way, are left to the runtime whole,
+ * decided from the hook's own record of the mapped data without a question to the runtime.
  * Usage: phase_times <seed> on|off   (hooked build only: it reads the hook's statistics)
  */
 #include "hook_test.h"
@@ -38,7 +39,7 @@ int main(int argc, char **argv)
 #pragma omp target enter data map(to : a[0:N])
     ht_expect_device(a, want, N, "after enter");
     long sums = 0, want_sums = 0;
-    uint64_t split_before = stats().regions_split;
+    ompbatch_hook_stats before = stats();
     for (int r = 0; r < REGIONS; r++) {
         long sum = r;
         /* A new `tofrom` scalar beside present data: the hook splits the region, unless the
@@ -52,12 +53,18 @@ int main(int argc, char **argv)
             want_sums += want[i];
     }
     OB_CHECK(sums == want_sums, "the regions' sums add up to %ld, want %ld", sums, want_sums);
-    uint64_t split = stats().regions_split - split_before;
+    ompbatch_hook_stats after = stats();
+    uint64_t split = after.regions_split - before.regions_split;
+    uint64_t asked_ns = after.time_query_ns - before.time_query_ns;
     const char *busy = getenv("OMPBATCH_HOST_BUSY");
-    if (busy != NULL && strcmp(busy, "1") == 0)
+    if (busy != NULL && strcmp(busy, "1") == 0) {
         OB_CHECK(split == 0, "%" PRIu64 " of the regions split on a busy host, want none", split);
-    else
+        OB_CHECK(asked_ns == 0, "the regions asked the runtime for %" PRIu64 " ns on a busy host, "
+                 "want no question", asked_ns);
+    } else {
         OB_CHECK(split == REGIONS, "%" PRIu64 " of the regions split, want %d", split, REGIONS);
+        OB_CHECK(!on || asked_ns > 0, "the regions split without asking the runtime");
+    }
     for (int u = 0; u < UPDATES; u++) {
         ht_fill_unlike(a, want, N, 10 + (uint64_t)u);
 #pragma omp target update from(a[0:N])
