@@ -8,8 +8,10 @@
  * Build: nvcc -cubin -arch=sm_90 -o wait_probe.cubin wait_probe.cu;
  *   gcc -O2 -std=c11 -I/usr/local/cuda/include wait_probe.c -o wait_probe \
  *   -L/usr/local/cuda/lib64/stubs -lcuda
- * Run: ./wait_probe wait_probe.cubin [blocking]  ("blocking": the context's scheduling is
- * CU_CTX_SCHED_BLOCKING_SYNC, as libomptarget's may be) */
+ * Run: ./wait_probe wait_probe.cubin [blocking|auto] [wc]  ("blocking": the context's
+ * scheduling is CU_CTX_SCHED_BLOCKING_SYNC, as libomptarget's may be; "wc": the pinned staging
+ * is allocated write-combined, which the CPU writes and the GPU reads over the bus without
+ * snooping, and the CPU reads uncached: the "from" rows then time a slow unpack) */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <stdint.h>
@@ -218,13 +220,14 @@ static void check(int way, int pieces, int h2d)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s wait_probe.cubin [blocking]\n", argv[0]);
+        fprintf(stderr, "usage: %s wait_probe.cubin [blocking|auto] [wc]\n", argv[0]);
         return 2;
     }
     CK(cuInit(0));
     CUdevice device;
     CK(cuDeviceGet(&device, 0));
     int blocking = argc > 2 && strcmp(argv[2], "blocking") == 0;
+    int write_combined = argc > 3 && strcmp(argv[3], "wc") == 0;
     CK(cuDevicePrimaryCtxSetFlags(device, blocking ? CU_CTX_SCHED_BLOCKING_SYNC : CU_CTX_SCHED_AUTO));
     CUcontext ctx;
     CK(cuDevicePrimaryCtxRetain(&ctx, device));
@@ -238,14 +241,17 @@ int main(int argc, char **argv)
     size_t bytes = 16 * PIECE;
     pageable_src = malloc(bytes);
     pageable_dst = malloc(bytes);
-    CK(cuMemHostAlloc((void **)&pinned, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    CK(cuMemHostAlloc((void **)&pinned, bytes,
+                      CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE |
+                          (write_combined ? CU_MEMHOSTALLOC_WRITECOMBINED : 0)));
     CK(cuMemHostAlloc((void **)&word, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
     *word = 0;
     CK(cuMemHostGetDevicePointer(&word_dev, word, 0));
     CK(cuMemAlloc(&dev, bytes));
     CK(cuMemAlloc(&counter, 64));
     CK(cuMemsetD8(counter, 0, 64));
-    printf("context %s\n", blocking ? "blocking-sync" : "auto");
+    printf("context %s, staging %s\n", blocking ? "blocking-sync" : "auto",
+           write_combined ? "write-combined" : "cached");
     CUresult memops = cuStreamWriteValue32(stream, word_dev, 0, CU_STREAM_WRITE_VALUE_DEFAULT);
     if (memops == CUDA_SUCCESS)
         memops = cuStreamSynchronize(stream);
