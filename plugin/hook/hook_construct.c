@@ -1080,10 +1080,13 @@ static size_t plan_begin(const ob_construct *c, item *items, int64_t *types)
             it->why = found == OB_MIRROR_INSIDE ? OB_REASON_EXISTING : OB_REASON_PARTIAL;
             continue;
         }
-        /* Not in the mirror: new only if the runtime has nothing at either end either (an
-         * entry strictly inside the range is an error the runtime reports itself). */
-        if (ob_hook_runtime_has((void *)it->begin, c->device) ||
-            ob_hook_runtime_has((void *)(it->end - 1), c->device)) {
+        /* Not in the mirror: new only if the runtime has nothing at its first byte either.
+         * One question, not one at each end: an entry of the runtime's further in (at the
+         * last byte or strictly inside) makes an explicit item an extension, which the runtime
+         * refuses itself, fatally, whatever the item's `to`; an implicit one (a split region's
+         * begin half) it takes for present and creates nothing, so the device address asked
+         * for after it is not found at the first byte and the hook copies nothing. */
+        if (ob_hook_runtime_has((void *)it->begin, c->device)) {
             it->why = OB_REASON_EXISTING;
             continue;
         }

@@ -11,6 +11,9 @@
  *   update_partial  target update to(present: a[lo:len]), the range running past a's entry
  *   enter           target enter data map(present, to: b[0:n]), b not mapped
  *   exit            target exit data map(present, from: b[0:n]), b not mapped
+ *   extension       target enter data map(to: b[0:n]) while b[8:n] is associated with device
+ *                   memory (an entry of the runtime's the hook did not see made): not a
+ *                   `present` error but its sibling, libomptarget's fatal "explicit extension"
  * Prints "present_error: reached the <mode> construct" before it, and if the program survives
  * it, "present_error: no error" and the usual count, exiting 1.
  */
@@ -50,6 +53,14 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 #pragma omp target update to(present : p[lo:len])
     } else if (strcmp(mode, "enter") == 0) {
 #pragma omp target enter data map(present, to : q[0:nb])
+    } else if (strcmp(mode, "extension") == 0) {
+        int dev = omp_get_default_device();
+        void *d = omp_target_alloc(nb - 8, dev);
+        if (d == NULL || omp_target_associate_ptr(q + 8, d, nb - 8, 0, dev) != 0) {
+            printf("present_error: could not associate b[8:%zu]\n", nb - 8);
+            exit(1);
+        }
+#pragma omp target enter data map(to : q[0:nb])
     } else if (strcmp(mode, "region") == 0) {
         unsigned char *c = a->host, *d = a->dev; /* fresh, unmapped buffers of n bytes */
 #pragma omp target map(present, to : q[0:nb]) map(to : c[0:n], d[0:n]) map(from : p[0:n])
@@ -62,13 +73,14 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 
 int main(int argc, char **argv)
 {
-    const char *modes[] = {"update", "update_partial", "enter", "exit", "region"};
+    const char *modes[] = {"update", "update_partial", "enter", "exit", "region", "extension"};
     const char *mode = argc > 2 ? argv[2] : "";
     int known = 0;
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
         known |= strcmp(mode, modes[k]) == 0;
     if (!known) {
-        fprintf(stderr, "usage: %s <seed> update|update_partial|enter|exit|region\n", argv[0]);
+        fprintf(stderr, "usage: %s <seed> update|update_partial|enter|exit|region|extension\n",
+                argv[0]);
         return 2;
     }
     ht_init(argc, argv, "present_error");
@@ -77,7 +89,7 @@ int main(int argc, char **argv)
     enum { SLACK = 64 };
     ht_buf a = ht_buf_new(ht_between(&r, 16, 5000) + SLACK, 10);
     a.n -= SLACK;
-    ht_buf b = ht_buf_new(ht_between(&r, 1, 5000), 11);
+    ht_buf b = ht_buf_new(ht_between(&r, 16, 5000), 11); /* extension associates b[8:] */
     mapped_work(&a);
     OB_CHECK(ht_is_unmapped(b.p, b.n), "b is mapped before the error");
     /* A failure before the error would end with the same abort: stop here instead. */
