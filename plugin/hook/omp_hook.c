@@ -26,6 +26,7 @@
 #include "plugin/core/config.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
+#include "plugin/core/workers.h"
 #include "plugin/hook/hook_construct.h"
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_forward.h"
@@ -317,12 +318,17 @@ static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_
 
 /* A region with nothing to copy whose arrays the mirror holds: its kernel gets their device
  * addresses, and the runtime's look-ups of each array (three a region under 16) are saved.
+ * Not while the host is busy: with every processor taken, such regions took about 40 us each
+ * in some processes against the runtime's 19-30 alone (0.47-0.72x, LLVM 16 and 19, H100 hosts),
+ * while forwarded whole they kept close to the runtime's pace (BENCHMARKS.md, "Never slower").
  * Returns 0 with *result set, or -1 to forward the region as it is. The caller holds the
  * construct lock shared. */
 static int direct_region(const ob_hook_runtime *rt, ob_ident *loc, int64_t device_id,
                          int device, int32_t num_teams, int32_t thread_limit, void *host_ptr,
                          ob_kernel_args *args, int *result)
 {
+    if (ob_host_saturated())
+        return -1;
     region_args kernel_args;
     if (region_args_init(&kernel_args, args->num_args) != 0)
         return -1;

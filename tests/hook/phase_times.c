@@ -6,14 +6,15 @@
  * construct's time holds all the phases nested in it, and ompbatch_hook_reset_stats zeroes
  * them; with timing off, every time is zero while the counters still count. With the host taken
  * for busy (OMPBATCH_HOST_BUSY=1) the regions, one copy each way, are left to the runtime whole,
- * decided from the hook's own record of the mapped data without a question to the runtime.
+ * decided from the hook's own record of the mapped data without a question to the runtime, and
+ * so are regions on present data, whose arrays the hook otherwise passes as device addresses.
  * Usage: phase_times <seed> on|off   (hooked build only: it reads the hook's statistics)
  */
 #include "hook_test.h"
 
 #include "ompbatch.h"
 
-enum { N = 3000, REGIONS = 40, UPDATES = 20 };
+enum { N = 3000, REGIONS = 40, DIRECT_REGIONS = 10, UPDATES = 20 };
 
 static uint64_t nested(const ompbatch_hook_stats *s)
 {
@@ -65,6 +66,33 @@ int main(int argc, char **argv)
         OB_CHECK(split == REGIONS, "%" PRIu64 " of the regions split, want %d", split, REGIONS);
         OB_CHECK(!on || asked_ns > 0, "the regions split without asking the runtime");
     }
+    /* Regions on present data only: their kernels get a's and b's device addresses from the
+     * hook, unless the host is busy. b's last contents come back by one update. */
+    unsigned char *b = ht_malloc(N);
+    ht_fill_random(b, N, 2);
+#pragma omp target enter data map(alloc : b[0:N])
+    uint64_t direct_before = stats().regions_direct;
+    for (int r = 0; r < DIRECT_REGIONS; r++) {
+        unsigned char k = (unsigned char)(r + 1);
+#pragma omp target map(to : a[0:N]) map(from : b[0:N])
+        for (int i = 0; i < N; i++)
+            b[i] = (unsigned char)(a[i] ^ k);
+    }
+    uint64_t direct = stats().regions_direct - direct_before;
+    if (busy != NULL && strcmp(busy, "1") == 0)
+        OB_CHECK(direct == 0, "%" PRIu64 " regions on present data passed device addresses on a "
+                 "busy host, want none", direct);
+    else
+        OB_CHECK(direct == DIRECT_REGIONS, "%" PRIu64 " regions on present data passed device "
+                 "addresses, want %d", direct, DIRECT_REGIONS);
+#pragma omp target update from(b[0:N])
+    for (int i = 0; i < N; i++)
+        want[i] ^= (unsigned char)DIRECT_REGIONS;
+    ht_expect_host(b, want, N, "after the regions on present data");
+    for (int i = 0; i < N; i++)
+        want[i] ^= (unsigned char)DIRECT_REGIONS;
+#pragma omp target exit data map(release : b[0:N])
+    free(b);
     for (int u = 0; u < UPDATES; u++) {
         ht_fill_unlike(a, want, N, 10 + (uint64_t)u);
 #pragma omp target update from(a[0:N])
