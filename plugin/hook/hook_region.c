@@ -17,7 +17,8 @@ typedef enum region_item {
     REGION_ITEM_NEW_FROM,   /* a new entry whose `from` copy the end half batches */
     REGION_ITEM_NEW_TOFROM,
     REGION_ITEM_FROM,       /* `always, from` on a present entry: the end half batches it */
-    REGION_ITEM_UNSAFE      /* forward the region as it is */
+    REGION_ITEM_UNSAFE,     /* forward the region as it is */
+    REGION_ITEM_UNKNOWN     /* not in the mirror: only the runtime can say whether it is new */
 } region_item;
 
 /* Items whose begin or end the runtime handles in ways whose failures or side effects the
@@ -28,7 +29,8 @@ typedef enum region_item {
 #define OB_REGION_UNSAFE_BITS                                                                   \
     (OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_PRESENT | OB_MAP_MEMBER_OF | OB_MAP_DELETE)
 
-static region_item classify_region_item(int device, const ob_kernel_args *k, uint32_t i)
+/* Item i as its map type and the mirror tell it, without a question to the runtime. */
+static region_item classify_by_mirror(int device, const ob_kernel_args *k, uint32_t i)
 {
     int64_t t = k->arg_types[i];
     if (t & OB_REGION_UNSAFE_BITS)
@@ -40,25 +42,41 @@ static region_item classify_region_item(int device, const ob_kernel_args *k, uin
     uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
     uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
     ob_mirror_entry *entry = NULL;
-    ob_mirror_found found = ob_mirror_find(device, begin, end, &entry);
-    if (found == OB_MIRROR_PARTIAL)
+    switch (ob_mirror_find(device, begin, end, &entry)) {
+    case OB_MIRROR_PARTIAL:
         return REGION_ITEM_UNSAFE; /* an explicit extension: the begin half would fail */
-    int from = (t & OB_MAP_FROM) != 0;
-    if (found == OB_MIRROR_INSIDE)
-        return from && (t & OB_MAP_ALWAYS) ? REGION_ITEM_FROM : REGION_ITEM_FINE;
-    /* Not a mapping the hook knows: one the runtime has (made by a construct the hook
-     * forwarded, a global, an associated pointer) may be an extension; absent at both ends,
-     * the begin creates it. */
+    case OB_MIRROR_INSIDE:
+        return (t & OB_MAP_FROM) && (t & OB_MAP_ALWAYS) ? REGION_ITEM_FROM : REGION_ITEM_FINE;
+    default:
+        return REGION_ITEM_UNKNOWN;
+    }
+}
+
+/* An item the mirror does not hold: one the runtime has (made by a construct the hook
+ * forwarded, a global, an associated pointer) may be an extension; absent at both ends, the
+ * begin creates it. */
+static region_item classify_by_runtime(int device, const ob_kernel_args *k, uint32_t i)
+{
+    int64_t t = k->arg_types[i];
+    uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+    uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
     if (ob_globals_overlap(begin, end))
         return REGION_ITEM_UNSAFE;
     if (ob_hook_runtime_has((void *)begin, device) ||
         ob_hook_runtime_has((void *)(end - 1), device))
         return REGION_ITEM_UNSAFE;
-    int to = (t & OB_MAP_TO) != 0;
+    int to = (t & OB_MAP_TO) != 0, from = (t & OB_MAP_FROM) != 0;
     return to && from ? REGION_ITEM_NEW_TOFROM
            : to       ? REGION_ITEM_NEW_TO
            : from     ? REGION_ITEM_NEW_FROM
                       : REGION_ITEM_FINE;
+}
+
+static void count_copies(region_item item, size_t *to, size_t *from)
+{
+    *to += item == REGION_ITEM_NEW_TO || item == REGION_ITEM_NEW_TOFROM;
+    *from += item == REGION_ITEM_NEW_FROM || item == REGION_ITEM_NEW_TOFROM ||
+             item == REGION_ITEM_FROM;
 }
 
 /* Whether the copies a split would batch pay for its two extra calls into the runtime and its
@@ -76,30 +94,9 @@ static int worth_splitting(size_t to, size_t from)
     return to >= 2 || from >= 1;
 }
 
-/* The most copies a split could batch as far as the mirror can tell: an item it holds copies
- * only with `always, from`; one it does not hold may be new. Mirror look-ups only: the
- * questions to the runtime that classify_region_item asks of the others cost a call each,
- * and on a busy host most regions that come this far are decided by this bound. The caller
- * holds the mirror's kernel lock. */
-static void copies_at_most(int device, const ob_kernel_args *k, size_t *to, size_t *from)
-{
-    *to = *from = 0;
-    for (uint32_t i = 0; i < k->num_args; i++) {
-        int64_t t = k->arg_types[i];
-        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
-            continue;
-        uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
-        uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
-        ob_mirror_entry *entry = NULL;
-        if (k->arg_sizes[i] > 0 && ob_mirror_find(device, begin, end, &entry) == OB_MIRROR_INSIDE) {
-            *from += (t & OB_MAP_FROM) && (t & OB_MAP_ALWAYS);
-            continue;
-        }
-        *to += (t & OB_MAP_TO) != 0;
-        *from += (t & OB_MAP_FROM) != 0;
-    }
-}
-
+/* The runtime is asked about the items the mirror does not hold (a call each, at both ends)
+ * only when they could still make the split pay: on a busy host most regions that come this
+ * far, a reduction over present arrays among them, are decided by the mirror alone. */
 int ob_hook_region_splittable(int device, const ob_kernel_args *k)
 {
     if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
@@ -117,39 +114,35 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
     }
     if (!worth_splitting(to_items, from_items))
         return 0;
-    size_t to = 0, from = 0;
-    int unsafe = 0;
+    size_t to = 0, from = 0, unknown_to = 0, unknown_from = 0;
+    int unsafe = 0, worth = 0;
     ob_mirror_kernel_lock();
-    copies_at_most(device, k, &to, &from);
-    if (!worth_splitting(to, from)) {
-        ob_mirror_kernel_unlock();
-        return 0;
-    }
-    to = from = 0;
     for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
-        if (k->arg_types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
+        int64_t t = k->arg_types[i];
+        if (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL))
             continue;
-        switch (classify_region_item(device, k, i)) {
-        case REGION_ITEM_NEW_TO:
-            to++;
-            break;
-        case REGION_ITEM_NEW_FROM:
-        case REGION_ITEM_FROM:
-            from++;
-            break;
-        case REGION_ITEM_NEW_TOFROM:
-            to++;
-            from++;
-            break;
-        case REGION_ITEM_UNSAFE:
-            unsafe = 1;
-            break;
-        case REGION_ITEM_FINE:
-            break;
+        region_item item = classify_by_mirror(device, k, i);
+        unsafe = item == REGION_ITEM_UNSAFE;
+        if (item == REGION_ITEM_UNKNOWN) {
+            unknown_to += (t & OB_MAP_TO) != 0;
+            unknown_from += (t & OB_MAP_FROM) != 0;
+        } else {
+            count_copies(item, &to, &from);
         }
     }
+    if (!unsafe && worth_splitting(to + unknown_to, from + unknown_from)) {
+        for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
+            if (k->arg_types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL) ||
+                classify_by_mirror(device, k, i) != REGION_ITEM_UNKNOWN)
+                continue;
+            region_item item = classify_by_runtime(device, k, i);
+            unsafe = item == REGION_ITEM_UNSAFE;
+            count_copies(item, &to, &from);
+        }
+        worth = !unsafe && worth_splitting(to, from);
+    }
     ob_mirror_kernel_unlock();
-    return !unsafe && worth_splitting(to, from);
+    return worth;
 }
 
 void ob_hook_region_kernel_types(const ob_kernel_args *k, int64_t *types)
