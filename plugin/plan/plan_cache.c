@@ -63,7 +63,7 @@ int ob_plan_cache_fits(size_t count)
 
 ob_plan_cache *ob_plan_cache_get(ob_plan_cache **cache)
 {
-    /* 31 KiB: a batch that never keeps a plan (and the structs kept of destroyed batches)
+    /* 119 KiB: a batch that never keeps a plan (and the structs kept of destroyed batches)
      * holds none of it. */
     if (*cache == NULL)
         *cache = ob_calloc(1, sizeof(**cache));
@@ -78,6 +78,18 @@ int ob_plan_cache_worth_keeping(const ob_plan_cache *cache, size_t count)
            cache->small_misses % OB_PLAN_CACHE_SPARSE_KEEP == 0;
 }
 
+_Static_assert(OB_PLAN_CACHE_SLOTS <= UINT16_MAX, "slot numbers fit found_after");
+
+/* Whether slot i holds a valid plan of exactly keys[0, count) built under config. */
+static int holds(const ob_plan_cache *cache, size_t i, const ob_copy_key *keys, size_t count,
+                 uint64_t hash, unsigned long config)
+{
+    const ob_cached_plan *slot = &cache->slots[i];
+    return cache->hashes[i] == hash && slot->valid && slot->hash == hash &&
+           slot->count == count && slot->config == config &&
+           memcmp(slot->keys, keys, count * sizeof(*keys)) == 0;
+}
+
 ob_cached_plan *ob_plan_cache_find(ob_plan_cache *cache, const ob_copy_key *keys, size_t count,
                                    uint64_t hash, unsigned long config)
 {
@@ -85,20 +97,22 @@ ob_cached_plan *ob_plan_cache_find(ob_plan_cache *cache, const ob_copy_key *keys
         return NULL;
     size_t first, end;
     class_of(count, &first, &end);
-    for (size_t i = first; i < end; i++) {
-        if (cache->hashes[i] != hash)
-            continue;
-        ob_cached_plan *slot = &cache->slots[i];
-        if (slot->valid && slot->hash == hash && slot->count == count &&
-            slot->config == config && memcmp(slot->keys, keys, count * sizeof(*keys)) == 0) {
-            if (is_small(count))
-                cache->small_misses = 0;
-            return slot;
-        }
+    size_t found = cache->found_after[cache->last_found];
+    if (found < first || found >= end || !holds(cache, found, keys, count, hash, config)) {
+        for (found = first; found < end; found++)
+            if (holds(cache, found, keys, count, hash, config))
+                break;
+    }
+    if (found == end) {
+        if (is_small(count))
+            cache->small_misses++;
+        return NULL;
     }
     if (is_small(count))
-        cache->small_misses++;
-    return NULL;
+        cache->small_misses = 0;
+    cache->found_after[cache->last_found] = (uint16_t)found;
+    cache->last_found = (uint16_t)found;
+    return &cache->slots[found];
 }
 
 ob_cached_plan *ob_plan_cache_victim(ob_plan_cache *cache, size_t count)

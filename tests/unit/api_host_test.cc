@@ -713,32 +713,40 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
 // A batch keeps the plans of earlier copy sets (plan_cache.h): submits that cycle through up
 // to nine sets of 32 copies or more (the batch's own plan and eight kept) reuse every plan
 // after the first round; ten sets in turn always evict the one coming next. Sets of 4 to 31
-// copies have 128 slots of their own: 129 of them in turn are all reused, 130 evict each
-// other (and make the batch keep few plans until one is found again), and none of that evicts
-// a large set's plan; a single copy is not kept. Forgetting memory drops every kept plan.
+// copies have OB_PLAN_CACHE_SMALL_SLOTS slots of their own: one more than that in turn are all
+// reused, two more evict each other (and make the batch keep few plans until one is found
+// again), and none of that evicts a large set's plan; a single copy is not kept. Forgetting memory drops every kept plan.
 // Each round's bytes are checked.
 TEST(Refill, PlansOfEarlierCopySetsAreKept)
 {
-    const size_t piece = 40, stride = 64;
-    std::vector<unsigned char> src = random_bytes(64 * stride * 340 + 64, 91);
-    std::vector<unsigned char> dst(src.size());
+    const size_t piece = 40, stride = 64, window = 64 * stride + 64;
+    const size_t small = OB_PLAN_CACHE_SMALL_SLOTS;
+    // Sets 0-19 large, 20 on small (one more than the slots: the batch holds its own plan),
+    // then as many again one past that, and three more.
+    const size_t evicting = 21 + small, sets = evicting + small + 2 + 3;
+    std::vector<unsigned char> src = random_bytes(sets * 64 * stride + 64, 91);
+    std::vector<unsigned char> dst(src.size(), 0xA5), expect(dst.size(), 0xA5);
     uint64_t salt = 92;
     Batch batch;
-    // Set k: `count` copies shifted by k bytes, so that no two sets share a key.
+    // Set k: `count` copies shifted by k bytes inside its own window, so that no two sets share
+    // a key. Each run writes fresh bytes into the set's sources and poisons its destinations,
+    // and compares the window; the whole destination is compared at the end, so that a copy
+    // outside its window is caught too.
     auto run = [&](size_t set, size_t count) {
-        std::vector<unsigned char> fresh = random_bytes(src.size(), salt++);
-        std::copy(fresh.begin(), fresh.end(), src.begin());
-        std::fill(dst.begin(), dst.end(), 0xA5);
-        std::vector<unsigned char> expect(dst.size(), 0xA5);
+        size_t base = set * 64 * stride;
+        std::vector<unsigned char> fresh = random_bytes(window, salt++);
+        std::copy(fresh.begin(), fresh.end(), src.begin() + (long)base);
+        std::fill(dst.begin() + (long)base, dst.begin() + (long)(base + window), 0xA5);
+        std::fill(expect.begin() + (long)base, expect.begin() + (long)(base + window), 0xA5);
         for (size_t i = 0; i < count; i++) {
-            size_t at = set * 64 * stride + i * stride + set % 7;
+            size_t at = base + i * stride + set % 7;
             EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, &dst[at], H, &src[at], H, piece, 0))
                 << ompbatch_last_error();
             std::memcpy(&expect[at], &src[at], piece);
         }
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
-        EXPECT_EQ(expect, dst) << "set " << set;
+        EXPECT_EQ(0, std::memcmp(&expect[base], &dst[base], window)) << "set " << set;
         uint64_t reused = batch.stats().plan_reused;
         EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
         return reused;
@@ -753,31 +761,32 @@ TEST(Refill, PlansOfEarlierCopySetsAreKept)
     for (size_t set = 0; set < 9; set++)
         run(set, 64);
     for (int round = 0; round < 3; round++)
-        for (size_t set = 20; set < 149; set++)
+        for (size_t set = 20; set < 21 + small; set++)
             EXPECT_EQ(round > 0 ? 1u : 0u, run(set, 4 + set % 28))
-                << "129 small sets, round " << round << ", set " << set;
+                << small + 1 << " small sets, round " << round << ", set " << set;
     for (size_t set = 1; set < 9; set++)
         EXPECT_EQ(1u, run(set, 64)) << "large set " << set << " kept beside the small ones";
-    // 130 small sets in turn evict each other, until OB_PLAN_CACHE_GIVE_UP misses in a row
-    // make the batch keep only a few plans (and evict no more).
-    for (int round = 0; round < 2; round++)
-        for (size_t set = 200; set < 330; set++) {
+    // One more small set than that in turn evict each other, until OB_PLAN_CACHE_GIVE_UP misses
+    // in a row make the batch keep only a few plans (and evict no more).
+    for (size_t round = 0; round < 2; round++)
+        for (size_t set = evicting; set < evicting + small + 2; set++) {
             uint64_t reused = run(set, 31);
-            if (round * 130 + (set - 200) < OB_PLAN_CACHE_GIVE_UP) {
-                EXPECT_EQ(0u, reused) << "130 small sets evict each other, set " << set;
+            if (round * (small + 2) + (set - evicting) < OB_PLAN_CACHE_GIVE_UP) {
+                EXPECT_EQ(0u, reused) << small + 2 << " small sets evict each other, set " << set;
             }
         }
     // Three sets in turn after that are kept again once one of them is found.
-    for (int round = 0; round < 19; round++)
-        for (size_t set = 150; set < 153; set++)
+    const size_t three = evicting + small + 2;
+    for (size_t round = 0; round < OB_PLAN_CACHE_SPARSE_KEEP + 3; round++)
+        for (size_t set = three; set < three + 3; set++)
             run(set, 10);
-    for (size_t set = 150; set < 153; set++)
+    for (size_t set = three; set < three + 3; set++)
         EXPECT_EQ(1u, run(set, 10)) << "three small sets found again, set " << set;
     // One copy: reused only as the batch's own last plan, never kept.
-    EXPECT_EQ(0u, run(140, 1));
-    EXPECT_EQ(1u, run(140, 1)) << "the batch's own plan";
-    EXPECT_EQ(0u, run(141, 1));
-    EXPECT_EQ(0u, run(140, 1)) << "a single copy is not kept";
+    EXPECT_EQ(0u, run(9, 1));
+    EXPECT_EQ(1u, run(9, 1)) << "the batch's own plan";
+    EXPECT_EQ(0u, run(10, 1));
+    EXPECT_EQ(0u, run(9, 1)) << "a single copy is not kept";
     for (size_t set = 0; set < 3; set++)
         run(set, 64);
     run(3, 5);
@@ -787,6 +796,7 @@ TEST(Refill, PlansOfEarlierCopySetsAreKept)
     for (size_t set = 1; set < 3; set++)
         EXPECT_EQ(0u, run(set, 64)) << "forgotten, set " << set;
     EXPECT_EQ(0u, run(3, 5)) << "forgotten, small set";
+    EXPECT_TRUE(expect == dst) << "a copy wrote outside its set's window";
 }
 
 // Every allocation of a host batch's life fails in turn: each run either completes with the

@@ -408,3 +408,43 @@ TEST(PlanCache, SmallAndLargePlansKeepToTheirSlots)
     EXPECT_EQ(nullptr, find(&cache, small[10]));
     ob_plan_cache_free(&heap);
 }
+
+// A cycle of plans found in turn: each lookup after the first pass lands on the slot found
+// after the previous one last time. A guess that has gone stale (another plan placed in that
+// slot, or one of the other class) is only a guess: the lookup still finds the plan wherever it
+// is, and a plan that is nowhere is not found.
+TEST(PlanCache, LookupsFollowTheOrderTheyCameInBefore)
+{
+    ob_plan_cache *cache = nullptr;
+    ASSERT_NE(nullptr, ob_plan_cache_get(&cache));
+    std::vector<std::vector<ob_copy_key>> sets;
+    for (size_t k = 0; k < 40; k++)
+        sets.push_back(keys_of(4 + k % 20, (k + 1) << 24));
+    std::vector<size_t> where;
+    for (auto &keys : sets)
+        where.push_back((size_t)(keep(cache, keys) - cache->slots));
+    for (int round = 0; round < 2; round++)
+        for (size_t k = 0; k < sets.size(); k++) {
+            ob_cached_plan *slot = find(cache, sets[k]);
+            ASSERT_NE(nullptr, slot) << "set " << k;
+            EXPECT_EQ(where[k], (size_t)(slot - cache->slots));
+            EXPECT_EQ(where[k], cache->last_found);
+            if (round == 1 && k > 0) {
+                EXPECT_EQ(where[k], cache->found_after[where[k - 1]]) << "set " << k;
+            }
+        }
+    // The slot guessed after the last set's (the first set's) now holds another plan.
+    ASSERT_EQ(where[0], cache->found_after[where[sets.size() - 1]]);
+    cache->slots[where[0]].valid = 0;
+    auto other = keep(cache, keys_of(9, 555u << 24));
+    ASSERT_EQ(where[0], (size_t)(other - cache->slots)) << "the emptied slot is reused";
+    EXPECT_EQ(nullptr, find(cache, sets[0])) << "not found at the guessed slot, nor elsewhere";
+    EXPECT_EQ(other, find(cache, keys_of(9, 555u << 24)));
+    EXPECT_EQ(&cache->slots[where[5]], find(cache, sets[5])) << "guess missed, scan found it";
+    // A large set whose guess is a small slot.
+    auto big = keys_of(OB_PLAN_CACHE_SMALL_BELOW, 777u << 24);
+    ob_cached_plan *big_slot = keep(cache, big);
+    EXPECT_LT((size_t)(big_slot - cache->slots), (size_t)OB_PLAN_CACHE_LARGE_SLOTS);
+    EXPECT_EQ(big_slot, find(cache, big));
+    ob_plan_cache_free(&cache);
+}
