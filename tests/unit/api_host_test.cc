@@ -715,8 +715,8 @@ TEST(Refill, ComparedAsAddedWhateverChanges)
 // after the first round; ten sets in turn always evict the one coming next. Sets of 4 to 31
 // copies have OB_PLAN_CACHE_SMALL_SLOTS slots of their own: one more than that in turn are all
 // reused, two more evict each other (and make the batch keep few plans until one is found
-// again), and none of that evicts a large set's plan; a single copy is not kept. Forgetting memory drops every kept plan.
-// Each round's bytes are checked.
+// again), and none of that evicts a large set's plan; a single copy is not kept. Forgetting
+// memory drops every kept plan. Each round's bytes are checked.
 TEST(Refill, PlansOfEarlierCopySetsAreKept)
 {
     const size_t piece = 40, stride = 64, window = 64 * stride + 64;
