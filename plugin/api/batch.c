@@ -618,14 +618,9 @@ static int expand_added(ompbatch_batch *batch, const ob_plan_params *params, siz
         if (batch->added[i].rect != 0 &&
             !rect_stays_whole(params, &batch->added[i], &batch->rects[batch->added[i].rect - 1]))
             needed += (size_t)batch->rects[batch->added[i].rect - 1].runs;
-    if (needed > batch->capacity || batch->copies == NULL) {
-        size_t capacity = needed > 64 ? needed : 64;
-        ob_copy *grown = ob_realloc(batch->copies, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot plan %zu copies", needed);
-        batch->copies = grown;
-        batch->capacity = capacity;
-    }
+    if (ob_grow((void **)&batch->copies, &batch->capacity, needed > 0 ? needed : 1,
+                sizeof(*batch->copies)) != 0)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot plan %zu copies", needed);
     size_t n = 0;
     for (size_t i = 0; i < batch->count; i++) {
         const ob_copy_key *k = &batch->added[i];

@@ -37,7 +37,7 @@ int ob_grow(void **items, size_t *capacity, size_t needed, size_t item_size)
 {
     if (needed <= *capacity)
         return 0;
-    size_t grown = *capacity ? *capacity : 64;
+    size_t grown = *capacity ? *capacity : OB_GROW_FIRST;
     while (grown < needed) {
         if (grown > SIZE_MAX / 2)
             return -1;

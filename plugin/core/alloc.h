@@ -10,9 +10,16 @@ void *ob_calloc(size_t count, size_t size);
 void *ob_realloc(void *ptr, size_t size);
 
 /* A growable array: makes *items (of *capacity items of item_size bytes) hold at least needed
- * items, doubling from 64. Returns 0, or -1 when the memory cannot be had (or the size
- * overflows), with *items and *capacity as they were; the caller words the error. */
+ * items, doubling from OB_GROW_FIRST. Returns 0, or -1 when the memory cannot be had (or the
+ * size overflows), with *items and *capacity as they were; the caller words the error. */
 int ob_grow(void **items, size_t *capacity, size_t needed, size_t item_size);
+
+/* Small, because small arrays are kept by the hundred: a batch's plan cache holds 512 plans
+ * of up to 63 copies, each in six arrays. Doubling from 64 items, a plan of 16 copies held
+ * 22 KiB, and every plan kept into an empty slot left the batch to plan into fresh memory:
+ * about six page faults a construct, 9 us of planning on the H100 host for a loop whose
+ * constructs map new device memory every pass. From 8, such a plan holds 5 KiB. */
+#define OB_GROW_FIRST 8
 
 /* Scratch that lives for one call: large blocks are mapped from the kernel and given back
  * whole when freed (alloc.c says why). ob_scratch_free takes the size asked for. */
