@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # LLVM 16 runtime; the packs of 7fbc4d5 (the library of 540a1bb), beside this script as built by
-# `./run gpu-pack -c opt`. Two calls on one warm H100: 20:39 the host information (the goal
-# shapes are run on an H200 only: benchmarks/2026-12-06-h100-1948/run.sh with that guard), then
-# 20:40 the GPU library tests and the OpenMP pack at 5 repetitions (what follows).
+# `./run gpu-pack -c opt`. Two calls on one warm H100: at 20:39 the script of 19:48
+# (benchmarks/2026-12-06-h100-1948/run.sh) with one more line after its host information, which
+# stops it on any GPU but an H200 (host.txt is its output); at 20:40 the GPU library tests and the
+# OpenMP pack at 5 repetitions (what follows).
 set -uo pipefail
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
