@@ -129,6 +129,13 @@ static void wait_value(void)
     CK(cuStreamWaitValue32(stream, go_dev, value, CU_STREAM_WAIT_VALUE_EQ));
 }
 
+/* The ways through cuStreamWaitValue32, skipped where the driver has no stream memory operations. */
+static int memops_work;
+static int skipped(int way)
+{
+    return (way == 3 || way == 5) && !memops_work;
+}
+
 static const char *ways[] = {"pack-launch", "shared-launch", "launch-spin",
                              "waitvalue",   "helper-spin",   "helper-waitvalue"};
 #define WAYS 6
@@ -234,14 +241,14 @@ int main(int argc, char **argv)
     pthread_t thread;
     if (pthread_create(&thread, NULL, helper_main, NULL) != 0)
         return 1;
-    int ways_run = WAYS;
     CUresult memops = cuStreamWaitValue32(stream, go_dev, 0, CU_STREAM_WAIT_VALUE_EQ);
     if (memops == CUDA_SUCCESS)
         memops = cuStreamSynchronize(stream);
+    memops_work = memops == CUDA_SUCCESS;
     printf("context %s; cuStreamWaitValue32 %s\n", blocking ? "blocking-sync" : "auto",
-           memops == CUDA_SUCCESS ? "works" : "unavailable: its ways skipped");
-    for (int way = 0; way < ways_run; way++) {
-        if ((way == 3 || way == 5) && memops != CUDA_SUCCESS)
+           memops_work ? "works" : "unavailable: its ways skipped");
+    for (int way = 0; way < WAYS; way++) {
+        if (skipped(way))
             continue;
         check(way);
         for (int r = 0; r < 400; r++)
@@ -249,9 +256,9 @@ int main(int argc, char **argv)
     }
     static double t[PER_ROUND], med[WAYS][ROUNDS];
     for (int k = 0; k < ROUNDS; k++)
-        for (int w = 0; w < ways_run; w++) {
-            int way = (w + k) % ways_run; /* each round starts with another way */
-            if ((way == 3 || way == 5) && memops != CUDA_SUCCESS)
+        for (int w = 0; w < WAYS; w++) {
+            int way = (w + k) % WAYS; /* each round starts with another way */
+            if (skipped(way))
                 continue;
             for (int r = 0; r < PER_ROUND; r++) {
                 double t0 = now_us();
@@ -261,8 +268,8 @@ int main(int argc, char **argv)
             qsort(t, PER_ROUND, sizeof t[0], cmpd);
             med[way][k] = t[PER_ROUND / 2];
         }
-    for (int way = 0; way < ways_run; way++) {
-        if ((way == 3 || way == 5) && memops != CUDA_SUCCESS)
+    for (int way = 0; way < WAYS; way++) {
+        if (skipped(way))
             continue;
         double m[ROUNDS];
         memcpy(m, med[way], sizeof m);
@@ -273,8 +280,8 @@ int main(int argc, char **argv)
         printf(" | median %5.2f range %5.2f-%5.2f us\n", (m[ROUNDS / 2 - 1] + m[ROUNDS / 2]) / 2,
                m[0], m[ROUNDS - 1]);
     }
-    for (int way = 0; way < ways_run; way++) {
-        if ((way == 3 || way == 5) && memops != CUDA_SUCCESS)
+    for (int way = 0; way < WAYS; way++) {
+        if (skipped(way))
             continue;
         for (int c = 0; c < CHECKS; c++)
             check(way);
