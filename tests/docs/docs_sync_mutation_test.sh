@@ -172,6 +172,11 @@ expect_failure "a heading for a variable the library does not read" \
     "variable OMPBATCH_TURBO has a heading in"
 
 fresh
+sed -i '/^| \[`OMPBATCH_STATS`\]/d' "$tmp/case/docs/configuration.md"
+expect_failure "a variable's row removed from configuration.md's summary table" \
+    "variable OMPBATCH_STATS has a heading in"
+
+fresh
 if [ ! -f "$tmp/case/plugin/config.c" ]; then
     echo "FAIL: plugin/config.c is not among the sources" >&2
     failures=$((failures + 1))

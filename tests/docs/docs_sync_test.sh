@@ -8,7 +8,8 @@
 #     an ompbatch_ identifier the header does not have;
 #   - an OMPBATCH_* variable the library reads (getenv, or the read_* helpers, in plugin/*.c;
 #     every "OMPBATCH_*" argument of a call in config.c) has no heading in
-#     docs/configuration.md, or a heading there names a variable the library does not read;
+#     docs/configuration.md, or a heading there names a variable the library does not read,
+#     or the page's summary table and its headings name different variables;
 #     another variable the library reads with getenv (NVTX_INJECTION64_PATH, ...) is not
 #     mentioned there;
 #   - a dynamic symbol of libompbatch.so (nm -D --defined-only) is in neither docs/api.md nor
@@ -194,6 +195,15 @@ done < <(missing "$tmp/read_ompbatch" "$tmp/documented_variables")
 while IFS= read -r var; do
     fail "variable $var has a heading in $configuration but the library (plugin/*.c) does not read it (stale)"
 done < <(missing "$tmp/documented_variables" "$tmp/read_ompbatch")
+# The summary table at the top: one row a variable with a heading ("| [`OMPBATCH_STATS`](#...").
+grep -oE '^\| *\[`OMPBATCH_[A-Z0-9_]*[A-Z0-9]`\]' "$configuration" |
+    grep -oE 'OMPBATCH_[A-Z0-9_]*[A-Z0-9]' | sort -u >"$tmp/tabled_variables"
+while IFS= read -r var; do
+    fail "variable $var has a heading in $configuration but no row in its summary table"
+done < <(missing "$tmp/documented_variables" "$tmp/tabled_variables")
+while IFS= read -r var; do
+    fail "variable $var has a row in the summary table of $configuration but no heading"
+done < <(missing "$tmp/tabled_variables" "$tmp/documented_variables")
 words "$configuration" >"$tmp/configuration_words"
 while IFS= read -r var; do
     fail "variable $var is read by the library (getenv in plugin/*.c) but not mentioned in $configuration"
