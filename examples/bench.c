@@ -739,7 +739,7 @@ static int auto_slower_than_best(const cell *c)
 
 /* Whether two library ways did the very same work in their last timed run: the same paths,
  * pieces, sub-batches, driver calls, batch calls and kernel launches (the per-way "stats" of
- * the JSON, which tests/bench_on_fake_driver_test.sh compares). Auto on the best single
+ * the JSON, which tests/fake/bench_on_fake_driver_test.sh compares). Auto on the best single
  * strategy's own plan can only differ from it in time by noise; a slower auto on a plan of its
  * own is a wrong choice of the cost model. */
 static int same_plan(const cell *c, bench_way a, bench_way b)

@@ -284,7 +284,7 @@ OMPBATCH_API int ompbatch_target_memcpy_rect(void *dst, const void *src, size_t 
 
 typedef struct ompbatch_batch ompbatch_batch;
 
-/* How the small copies of a batch move (README.md, "Strategies").
+/* How the small copies of a batch move (docs/strategies.md).
  *   DIRECT  every copy is an entry of cuMemcpyBatchAsync (or a cuMemcpyAsync where the
  *           routing table measured that faster): the copy engine pays ~0.4-2.5 us a piece.
  *   STAGED  small pieces go through the library's staging and its copy kernel: pinned host
@@ -678,8 +678,8 @@ typedef enum ompbatch_hook_state {
     OMPBATCH_HOOK_ACTIVE = 1,     /* batching */
     OMPBATCH_HOOK_PASS_THROUGH = 2 /* forwarding everything: disabled (OMPBATCH_DISABLE=1 or
                                       ompbatch_hook_set_enabled(0)), a runtime the hook does
-                                      not know (said once on stderr), OMP_TARGET_OFFLOAD=
-                                      disabled or unified_shared_memory (said at
+                                      not know, OMP_TARGET_OFFLOAD=disabled or
+                                      unified_shared_memory (each said once on stderr at
                                       OMPBATCH_VERBOSE=1) */
 } ompbatch_hook_state;
 

@@ -1,4 +1,4 @@
-/* The staged strategy's execution (README.md, "Strategies"). Per level, with one region of
+/* The staged strategy's execution (docs/strategies.md, "Direct and staged"). Per level, with one region of
  * staging (host part: descriptor tables, then packed pieces, then gathered pieces; device
  * part: packed, then gathered pieces):
  *   1. pack:   pageable (and must-read-now) host sources -> pinned staging, by the CPU;
