@@ -84,19 +84,20 @@ static int pipe_open(ob_exec *exec, pipe *p)
 }
 
 /* Waits for every chunk still in flight, then frees the events and gives the staging back.
- * After a failure (status) it waits for the whole stream instead, since which copies were
- * enqueued is not known, and returns status; otherwise the first failed wait's. */
+ * After a failure (status, or a wait's here) it waits for the whole stream instead, since
+ * which chunks still run is not known, and returns that failure. */
 static int pipe_close(pipe *p, int status)
 {
     ob_exec *exec = p->exec;
-    if (status != OMPBATCH_OK && p->region != NULL) {
-        if (exec->driver->fn.cuStreamSynchronize(exec->stream) != CUDA_SUCCESS)
-            ob_log(1, "device %d: the stream of a failed pipelined copy did not synchronise",
-                   exec->ordinal);
-    } else {
-        for (size_t slot = 0; slot < p->events && status == OMPBATCH_OK; slot++)
-            status = slot_wait(p, slot);
-    }
+    for (size_t slot = 0; slot < p->events && status == OMPBATCH_OK; slot++)
+        status = slot_wait(p, slot);
+    /* Raw: the first failure keeps its message. */
+    if (status != OMPBATCH_OK && p->region != NULL &&
+        exec->driver->fn.cuStreamSynchronize(exec->stream) != CUDA_SUCCESS)
+        ob_log(1, "device %d: the stream of a failed pipelined copy did not synchronise",
+               exec->ordinal);
+    /* An event that cannot be destroyed costs a driver object, not a byte of the copy: the
+     * copy's status stands, and the failure is logged here only. */
     for (size_t i = 0; i < p->events; i++)
         if (exec->driver->fn.cuEventDestroy(p->done[i]) != CUDA_SUCCESS)
             ob_log(1, "device %d: cannot destroy an event of a pipelined copy", exec->ordinal);

@@ -394,7 +394,9 @@ TEST_F(Strategy, LargePageableCopiesArePipelinedThroughStaging)
 }
 
 // A failing driver call inside the pipeline fails the submit with a message naming the copy,
-// the chunk and the call; the staging and the events are given back and the next batch works.
+// the chunk and the call; nothing is left running on the stream (a chunk still queued would
+// read or write staging the next batch has taken), the staging and the events are given back
+// and the next batch works; an event that cannot be destroyed fails nothing.
 // Without staging to be had (the cap), the copy goes to the driver whole, byte for byte.
 TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
 {
@@ -410,6 +412,7 @@ TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
         {"cuEventRecord", 2, 0, "the chunk at byte 4194304"},
         {"cuEventQuery", 1, 0, "the chunk at byte 0"},
         {"cuEventQuery", 4, 1, "its last chunks"}, /* the waits after the last chunk's copy */
+        {"cuEventQuery", 3, 1, "its last chunks"}, /* the first of them: the rest still queued */
     };
     for (const auto &row : rows) {
         SCOPED_TRACE(std::string(row.entry) + " #" + std::to_string(row.nth));
@@ -424,6 +427,9 @@ TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
             ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr, H, dev.ptr, 0, bytes, 0));
         ASSERT_EQ(0, fake().inject_failure(row.entry, row.nth, CUDA_ERROR_LAUNCH_FAILED));
         int status = ompbatch_batch_submit(b.b);
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(0u, fs.pending_copies) << "chunks still queued when the submit failed";
         if (status == OMPBATCH_OK)
             status = ompbatch_batch_wait(b.b);
         fake().clear_injections();
@@ -440,6 +446,13 @@ TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
         EXPECT_EQ(1u, move(kLanes[H2D_PAGEABLE], {bytes}, OMPBATCH_STRATEGY_AUTO, 5)
                           .staged_copies);
     }
+    // An event that cannot be destroyed is not the copy's failure: its bytes are in place.
+    fake().reset();
+    ASSERT_EQ(0, fake().inject_failure("cuEventDestroy", 1, CUDA_ERROR_INVALID_HANDLE));
+    EXPECT_EQ(1u, move(kLanes[D2H_PAGEABLE], {bytes}, OMPBATCH_STRATEGY_AUTO, 7).staged_copies);
+    fake_cuda_stats fs;
+    fake().get_stats(&fs);
+    EXPECT_EQ(1u, fs.injected_failures);
     setenv("OMPBATCH_STAGING_MB", "8", 1); /* under the pipeline's 12 MiB */
     ob_config_reload();
     ob_staging_free_idle();
