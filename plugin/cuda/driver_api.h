@@ -44,6 +44,7 @@
     /* The copy kernel of the staged strategy (plugin/cuda/kernels/copy_pieces.cu). */              \
     X(cuModuleLoadData, cuModuleLoadData, 2000, OPTIONAL)                                      \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000, OPTIONAL)                                \
+    X(cuModuleUnload, cuModuleUnload, 2000, OPTIONAL)                                          \
     X(cuLaunchKernel, cuLaunchKernel, 4000, OPTIONAL)                                          \
     /* Staging (plugin/cuda/staging.c) and the calibration allocate with these; tests, examples    \
      * and the benchmark use them through the same table. */                                  \

@@ -9,17 +9,17 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Loads the module and finds its functions, into the slot. */
+/* Loads the module and finds its functions, into the slot; a module without them is
+ * unloaded again. */
 static int load(const ob_driver *driver, ob_device_slot *slot)
 {
     if (driver->fn.cuModuleLoadData == NULL || driver->fn.cuModuleGetFunction == NULL ||
-        driver->fn.cuLaunchKernel == NULL)
+        driver->fn.cuModuleUnload == NULL || driver->fn.cuLaunchKernel == NULL)
         return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver cannot load kernels");
     CUmodule module = NULL;
     int status = OB_CU(driver, cuModuleLoadData, &module, ob_copy_pieces_ptx);
     if (status != OMPBATCH_OK)
         return status;
-    ob_resources_module_loaded();
     status = OB_CU(driver, cuModuleGetFunction, &slot->copy_kernel, module,
                    OB_COPY_PIECES_KERNEL);
     if (status == OMPBATCH_OK)
@@ -28,7 +28,14 @@ static int load(const ob_driver *driver, ob_device_slot *slot)
     if (status == OMPBATCH_OK)
         status = OB_CU(driver, cuModuleGetFunction, &slot->rect_kernel, module,
                        OB_COPY_RECT_KERNEL);
-    return status;
+    if (status == OMPBATCH_OK) {
+        ob_resources_module_loaded();
+        return OMPBATCH_OK;
+    }
+    ob_error_saved failure;
+    ob_error_save(&failure);
+    (void)OB_CU(driver, cuModuleUnload, module); /* logged; the lookup's failure is reported */
+    return ob_error_restore(status, &failure);
 }
 
 int ob_kernels_get(const ob_driver *driver, int ordinal, ob_kernels *out)
@@ -46,8 +53,7 @@ int ob_kernels_get(const ob_driver *driver, int ordinal, ob_kernels *out)
             ob_log(1, "device %d: no copy kernel (%s); staged copies go direct", ordinal,
                    ompbatch_last_error());
     } else if (slot->kernels == OB_KERNELS_UNAVAILABLE) {
-        status = ob_fail(OMPBATCH_ERR_UNSUPPORTED, "device %d: the copy kernel did not load",
-                         ordinal);
+        status = OMPBATCH_ERR_UNSUPPORTED; /* said at the failed load; callers copy directly */
     }
     out->copy = slot->copy_kernel;
     out->copy_inline = slot->copy_inline_kernel;

@@ -14,7 +14,7 @@ typedef struct ob_kernels {
 
 /* The kernels of CUDA device `ordinal`, whose context is current, loaded on first use. When
  * they cannot be loaded the first call says why at OMPBATCH_VERBOSE=1, and it and every later
- * call fail with OMPBATCH_ERR_UNSUPPORTED. */
+ * call fail with OMPBATCH_ERR_UNSUPPORTED; the later calls record and log nothing. */
 int ob_kernels_get(const ob_driver *driver, int ordinal, ob_kernels *out);
 
 /* Forgets every device's kernels, so the next use loads them again (tests that inject load

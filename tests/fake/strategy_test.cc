@@ -26,6 +26,7 @@ extern "C" {
 #include "plugin/exec/backend_staged.h"
 #include "plugin/api/batch.h"
 #include "plugin/core/config.h"
+#include "plugin/core/error.h"
 #include "plugin/plan/cost.h"
 #include "plugin/api/cost_models.h"
 #include "plugin/cuda/staging.h"
@@ -718,10 +719,28 @@ TEST_F(Strategy, AKernelThatDoesNotLoadSendsThePiecesDirect)
     ompbatch_stats s = move(kLanes[H2D_PINNED], random_sizes(20, 3000, 5),
                             OMPBATCH_STRATEGY_STAGED, 8);
     EXPECT_EQ(20u, s.staging_refused);
-    // The device stays without the kernel: no second attempt.
+    // The device stays without the kernel: no second attempt, and nothing more said (the
+    // thread's message stays what it was).
+    ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "a message from before the second batch");
     s = move(kLanes[D2D], random_sizes(20, 3000, 6), OMPBATCH_STRATEGY_STAGED, 9);
     EXPECT_EQ(20u, s.staging_refused);
     EXPECT_EQ(1, fake().call_count("cuModuleLoadData"));
+    EXPECT_STREQ("a message from before the second batch", ompbatch_last_error());
+}
+
+// A module whose functions cannot be found is unloaded again, and the pieces go direct.
+TEST_F(Strategy, AModuleWithoutItsFunctionsIsUnloaded)
+{
+    fake_cuda_stats before, after;
+    fake().get_stats(&before);
+    ASSERT_EQ(0, fake().inject_failure("cuModuleGetFunction", 2, CUDA_ERROR_NOT_FOUND));
+    ompbatch_stats s = move(kLanes[H2D_PINNED], random_sizes(20, 3000, 10),
+                            OMPBATCH_STRATEGY_STAGED, 11);
+    EXPECT_EQ(20u, s.staging_refused);
+    EXPECT_EQ(1, fake().call_count("cuModuleLoadData"));
+    EXPECT_EQ(1, fake().call_count("cuModuleUnload"));
+    fake().get_stats(&after);
+    EXPECT_EQ(before.live_modules, after.live_modules);
 }
 
 TEST_F(Strategy, AFailedLaunchIsReportedAndTheNextBatchWorks)

@@ -116,6 +116,7 @@ struct op {
  * module it came from. */
 struct CUmod_st {
     int ordinal;
+    int loaded; /* loads not unloaded yet */
 };
 struct CUfunc_st {
     int ordinal;
@@ -1403,8 +1404,24 @@ static CUresult CUDAAPI fake_cuModuleLoadData(CUmodule *module, const void *imag
         r = fail(CUDA_ERROR_INVALID_IMAGE, "the image is not the library's copy-kernel PTX");
     else {
         copy_modules[ctx->ordinal].ordinal = ctx->ordinal;
+        copy_modules[ctx->ordinal].loaded++;
         *module = &copy_modules[ctx->ordinal];
     }
+out:
+    unlock();
+    return r;
+}
+
+static CUresult CUDAAPI fake_cuModuleUnload(CUmodule module)
+{
+    CUresult r;
+    if (begin_call(FAKE_EP_cuModuleUnload, &r))
+        goto out;
+    if (module == NULL || module < copy_modules || module >= copy_modules + FAKE_CUDA_MAX_DEVICES ||
+        module->loaded == 0)
+        r = fail(CUDA_ERROR_INVALID_HANDLE, "module %p is not loaded", (void *)module);
+    else
+        module->loaded--;
 out:
     unlock();
     return r;
@@ -2388,6 +2405,9 @@ FAKE_CONTROL void fake_cuda_get_stats(struct fake_cuda_stats *out)
     out->live_streams = 0;
     for (struct CUstream_st *s = g.streams; s != NULL; s = s->next)
         out->live_streams++;
+    out->live_modules = 0;
+    for (int i = 0; i < FAKE_CUDA_MAX_DEVICES; i++)
+        out->live_modules += (unsigned long long)copy_modules[i].loaded;
     unlock();
 }
 

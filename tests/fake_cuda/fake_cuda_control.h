@@ -110,6 +110,7 @@ struct fake_cuda_stats {
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
     unsigned long long live_allocations;
     unsigned long long live_streams; /* created by cuStreamCreate, not destroyed */
+    unsigned long long live_modules; /* loaded by cuModuleLoadData, not unloaded */
 };
 
 /* One cuMemcpyBatchAsync call, failed ones included. Arrays hold the first entries only;
