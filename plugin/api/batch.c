@@ -102,13 +102,12 @@ static int check_stream_context(const ob_device *device, CUstream stream)
         return status;
     if ((status = OB_CU(driver, cuStreamGetCtx, stream, &theirs)) != OMPBATCH_OK)
         status = ob_fail_context(status, "stream %p: ", (void *)stream);
-    int popped = ob_driver_pop_context();
-    if (status == OMPBATCH_OK && theirs != mine)
+    else if (theirs != mine)
         status = ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
                          "stream %p belongs to another context than device %d's (its primary "
                          "context, where ompbatch enqueues)",
                          (void *)stream, device->number);
-    return status != OMPBATCH_OK ? status : popped;
+    return ob_driver_pop_context_after(status);
 }
 
 int ob_batch_create_on(ompbatch_batch **out, const ob_device *resolved, void *stream,
@@ -381,7 +380,7 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
             }
         }
         if (status != OMPBATCH_OK) {
-            (void)batch->multi_ops->reset(batch->multi);
+            (void)batch->multi_ops->reset(batch->multi); /* cannot fail: nothing submitted */
             return status;
         }
         batch->count = 0;
@@ -783,9 +782,7 @@ static int with_context(ompbatch_batch *batch, int (*fn)(ompbatch_batch *))
     int status = ob_driver_enter_context(batch->device.ordinal, &pushed);
     if (status != OMPBATCH_OK)
         return status;
-    status = fn(batch);
-    int left = ob_driver_leave_context(pushed);
-    return status != OMPBATCH_OK ? status : left;
+    return ob_driver_leave_context(pushed, fn(batch));
 }
 
 static void update_stats(ompbatch_batch *batch)
@@ -1048,6 +1045,16 @@ static int wait_and_drop_kept(ompbatch_batch *batch)
 int ompbatch_batch_destroy(ompbatch_batch *batch)
 {
     return ob_batch_destroy(batch);
+}
+
+int ob_batch_destroy_after(ompbatch_batch *batch, int status)
+{
+    if (status == OMPBATCH_OK)
+        return ob_batch_destroy(batch);
+    ob_error_saved failure;
+    ob_error_save(&failure);
+    (void)ob_batch_destroy(batch); /* logged; the first failure is the one reported */
+    return ob_error_restore(status, &failure);
 }
 
 /* The structs of the last OB_DESTROYED_KEPT destroyed batches (check_batch). */

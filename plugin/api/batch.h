@@ -10,9 +10,12 @@
 #include "plugin/plan/walk.h"
 #include "ompbatch.h"
 
-/* ompbatch_batch_destroy without clearing the thread's message: for cleanup after an earlier
- * failure whose message must survive. */
+/* ompbatch_batch_destroy, for the library's own batches. */
 int ob_batch_destroy(ompbatch_batch *batch);
+/* The destroy after work that may have failed: returns status when it is already a failure
+ * (the destroy's own failure is logged where it fails but leaves the first failure's
+ * message), else the destroy's. */
+int ob_batch_destroy_after(ompbatch_batch *batch, int status);
 
 /* ompbatch_batch_create for a device already resolved (the hook knows better than the device
  * number which kind of device executes an OpenMP device's copies); options must be complete.

@@ -53,16 +53,20 @@ static size_t footprint(void)
     return most;
 }
 
-/* A failure to free is logged (the calibration's result stands either way). */
+/* A failure to free is logged where it fails and changes neither the calibration's result nor
+ * the thread's message (after a failed allocation, that failure is the one reported). */
 static void free_buffers(const ob_driver *driver, buffers *b)
 {
-    if (b->device_a && OB_CU(driver, cuMemFree, b->device_a) != OMPBATCH_OK)
-        ob_log(1, "calibration: %s", ompbatch_last_error());
-    if (b->device_b && OB_CU(driver, cuMemFree, b->device_b) != OMPBATCH_OK)
-        ob_log(1, "calibration: %s", ompbatch_last_error());
-    if (b->pinned && OB_CU(driver, cuMemFreeHost, b->pinned) != OMPBATCH_OK)
-        ob_log(1, "calibration: %s", ompbatch_last_error());
+    ob_error_saved before;
+    ob_error_save(&before);
+    if (b->device_a)
+        (void)OB_CU(driver, cuMemFree, b->device_a);
+    if (b->device_b)
+        (void)OB_CU(driver, cuMemFree, b->device_b);
+    if (b->pinned)
+        (void)OB_CU(driver, cuMemFreeHost, b->pinned);
     free(b->pageable);
+    (void)ob_error_restore(OMPBATCH_OK, &before);
 }
 
 static int alloc_buffers(const ob_driver *driver, buffers *b)
@@ -166,8 +170,7 @@ static int measure_curve(const buffers *b, ob_lane lane, ob_way way, int ordinal
     status = time_probe(batch, b, lane, ordinal, FIXED_PIECES, ob_cost_sizes[0], &fixed_total);
     for (int k = 0; k < OB_COST_SIZES && status == OMPBATCH_OK; k++)
         status = time_probe(batch, b, lane, ordinal, probe_pieces[k], ob_cost_sizes[k], &t[k]);
-    ob_batch_destroy(batch);
-    if (status != OMPBATCH_OK)
+    if ((status = ob_batch_destroy_after(batch, status)) != OMPBATCH_OK)
         return status;
     /* Two probes of the smallest pieces separate the fixed part from the per-piece part. */
     double smallest = (t[0] - fixed_total) / (double)(probe_pieces[0] - FIXED_PIECES);

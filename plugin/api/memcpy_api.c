@@ -97,12 +97,7 @@ static int one_shot(const char *label, const fill *f, int dst_device_num, int sr
         ob_batch_set_label(batch, label);
         status = ompbatch_batch_submit(batch);
     }
-    /* Destroy waits; its status matters only when everything before succeeded, and otherwise
-     * must not overwrite the message of the first failure. */
-    if (status == OMPBATCH_OK)
-        return ompbatch_batch_destroy(batch);
-    (void)ob_batch_destroy(batch);
-    return status;
+    return ob_batch_destroy_after(batch, status); /* destroy waits */
 }
 
 int ompbatch_target_memcpy_batch(void *const *dst, const void *const *src, const size_t *length,

@@ -306,8 +306,7 @@ static int send_peers(ob_multi *m, int ordinal, part *p)
         }
         p->peers_sent = 1; /* even after a failure: what was enqueued must be waited for */
     }
-    int popped = ob_driver_pop_context();
-    return status != OMPBATCH_OK ? status : popped;
+    return ob_driver_pop_context_after(status);
 }
 
 static int wait_peers(int ordinal)
@@ -319,8 +318,7 @@ static int wait_peers(int ordinal)
         return status;
     if ((status = ob_driver_own_stream(ordinal, &stream)) == OMPBATCH_OK)
         status = OB_CU(driver, cuStreamSynchronize, stream);
-    int popped = ob_driver_pop_context();
-    return status != OMPBATCH_OK ? status : popped;
+    return ob_driver_pop_context_after(status);
 }
 
 /* ---- submit and wait ---------------------------------------------------------------------- */
@@ -440,9 +438,7 @@ int ob_multi_destroy(ob_multi *multi)
     int first = ob_multi_wait(multi);
     for (int d = 0; d < OB_MULTI_MAX; d++) {
         part *p = &multi->parts[d];
-        int status = ob_batch_destroy(p->batch);
-        if (first == OMPBATCH_OK)
-            first = status;
+        first = ob_batch_destroy_after(p->batch, first);
         free(p->index);
         free(p->peers);
     }

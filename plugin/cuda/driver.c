@@ -287,15 +287,25 @@ int ob_driver_enter_context(int ordinal, int *pushed)
     return OMPBATCH_OK;
 }
 
-int ob_driver_leave_context(int pushed)
+int ob_driver_leave_context(int pushed, int status)
 {
-    return pushed ? ob_driver_pop_context() : OMPBATCH_OK;
+    return pushed ? ob_driver_pop_context_after(status) : status;
 }
 
 int ob_driver_pop_context(void)
 {
     CUcontext popped;
     return OB_CU(&state, cuCtxPopCurrent, &popped);
+}
+
+int ob_driver_pop_context_after(int status)
+{
+    if (status == OMPBATCH_OK)
+        return ob_driver_pop_context();
+    ob_error_saved failure;
+    ob_error_save(&failure);
+    (void)ob_driver_pop_context(); /* logged; the first failure is the one reported */
+    return ob_error_restore(status, &failure);
 }
 
 int ob_driver_own_stream(int ordinal, CUstream *out)
@@ -311,14 +321,15 @@ int ob_driver_own_stream(int ordinal, CUstream *out)
     }
     *out = slots[ordinal].stream;
     pthread_mutex_unlock(&lock);
-    int pop = ob_driver_pop_context();
-    return status != OMPBATCH_OK ? status : pop;
+    return ob_driver_pop_context_after(status);
 }
 
 void ob_driver_reload_for_testing(void)
 {
     pthread_mutex_lock(&lock);
     if (state.loaded && slots != NULL) {
+        /* Best effort, for tests: a failed call here leaves a stream or a context reference to
+         * a driver the test is about to unload. */
         for (int i = 0; i < state.device_count; i++) {
             if (slots[i].stream != NULL && state.fn.cuCtxPushCurrent(slots[i].context) ==
                                                CUDA_SUCCESS) {

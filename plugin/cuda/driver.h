@@ -69,11 +69,16 @@ int ob_driver_push_context(int ordinal);
 /* The retained primary context of CUDA device `ordinal` (retained on first use). */
 int ob_driver_primary_context(int ordinal, CUcontext *out);
 int ob_driver_pop_context(void);
+/* The pop after work that may have failed: returns status when it is already a failure (a
+ * failed pop is logged where it fails but leaves the first failure's message), else the
+ * pop's. */
+int ob_driver_pop_context_after(int status);
 
 /* Like push, but a no-op when the device's primary context is already current (as it is in
- * an OpenMP program, where libomptarget made it so): *pushed says whether to pop in leave. */
+ * an OpenMP program, where libomptarget made it so): *pushed says whether leave pops, which it
+ * does as ob_driver_pop_context_after(status). */
 int ob_driver_enter_context(int ordinal, int *pushed);
-int ob_driver_leave_context(int pushed);
+int ob_driver_leave_context(int pushed, int status);
 
 /* The library's own non-blocking stream for a device, created once on its primary context. */
 int ob_driver_own_stream(int ordinal, CUstream *out);

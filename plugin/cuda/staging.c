@@ -27,17 +27,19 @@ static size_t area_size(size_t bytes)
     return size < bytes ? bytes : size;
 }
 
-/* Frees a region's areas; the lock is held. The region's context is made current for it. */
+/* Frees a region's areas; the lock is held. The region's context is made current for it.
+ * Nothing here can fail its caller (a region outgrown, the pool emptied at exit): a failed
+ * driver call is logged where it fails, and its memory is left to the driver. */
 static void free_areas(ob_staging *region)
 {
     const ob_driver *driver = ob_driver_get();
     int pushed = 0;
     if (ob_driver_enter_context(region->ordinal, &pushed) == OMPBATCH_OK) {
-        if (region->host != NULL && OB_CU(driver, cuMemFreeHost, region->host) != OMPBATCH_OK)
-            ob_log(1, "staging: %s", ompbatch_last_error());
-        if (region->device != 0 && OB_CU(driver, cuMemFree, region->device) != OMPBATCH_OK)
-            ob_log(1, "staging: %s", ompbatch_last_error());
-        ob_driver_leave_context(pushed);
+        if (region->host != NULL)
+            (void)OB_CU(driver, cuMemFreeHost, region->host);
+        if (region->device != 0)
+            (void)OB_CU(driver, cuMemFree, region->device);
+        (void)ob_driver_leave_context(pushed, OMPBATCH_OK);
     }
     totals.host_bytes -= region->host_size;
     totals.device_bytes -= region->device_size;
@@ -105,11 +107,11 @@ static int alloc_pinned(const ob_driver *driver, size_t size, uintptr_t *out)
     return status;
 }
 
-/* Freeing an area being replaced: a failure is logged, the new area is used regardless. */
+/* Freeing an area being replaced: a failure is logged where it fails, and the new area is
+ * used regardless. */
 static void release_pinned(const ob_driver *driver, uintptr_t ptr)
 {
-    if (OB_CU(driver, cuMemFreeHost, (void *)ptr) != OMPBATCH_OK)
-        ob_log(1, "staging: %s", ompbatch_last_error());
+    (void)OB_CU(driver, cuMemFreeHost, (void *)ptr);
 }
 
 static int alloc_device(const ob_driver *driver, size_t size, uintptr_t *out)
@@ -124,8 +126,7 @@ static int alloc_device(const ob_driver *driver, size_t size, uintptr_t *out)
 
 static void release_device(const ob_driver *driver, uintptr_t ptr)
 {
-    if (OB_CU(driver, cuMemFree, (CUdeviceptr)ptr) != OMPBATCH_OK)
-        ob_log(1, "staging: %s", ompbatch_last_error());
+    (void)OB_CU(driver, cuMemFree, (CUdeviceptr)ptr);
 }
 
 static const area_kind pinned_kind = {"pinned", &totals.host_bytes, alloc_pinned,

@@ -10,6 +10,7 @@
 #include "plugin/api/cost_models.h"
 #include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
+#include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/cuda/device.h"
 #include "plugin/cuda/driver.h"
@@ -34,11 +35,12 @@ typedef struct thread_batches {
 static pthread_key_t batches_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+/* At a thread's exit nobody is left to tell: a failed destroy is logged where it fails. */
 static void destroy_thread_batches(void *value)
 {
     thread_batches *mine = value;
     for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
-        ob_batch_destroy(mine->batches[d]);
+        (void)ob_batch_destroy(mine->batches[d]);
     free(mine);
 }
 
@@ -149,17 +151,23 @@ static thread_batches *this_thread(void)
     return mine;
 }
 
-static ompbatch_batch *thread_batch(thread_batches *mine, int device)
+/* The calling thread's batch for the device, made on first use. */
+static int thread_batch(int device, ompbatch_batch **out)
 {
+    thread_batches *mine = this_thread();
+    if (mine == NULL)
+        return ob_fail(OMPBATCH_ERR_NO_MEMORY, "hook: no memory for this thread's batches");
     if (mine->batches[device] == NULL) {
         ompbatch_batch_options options = {.struct_size = sizeof(options), .synchronous = 1};
-        if (ob_batch_create_on(&mine->batches[device], &executors[device], NULL, &options) !=
-            OMPBATCH_OK)
-            return NULL;
+        int status = ob_batch_create_on(&mine->batches[device], &executors[device], NULL,
+                                        &options);
+        if (status != OMPBATCH_OK)
+            return status;
         ob_batch_set_hook_mode(mine->batches[device]);
         ob_batch_set_cost_models(mine->batches[device], ob_cost_model_for);
     }
-    return mine->batches[device];
+    *out = mine->batches[device];
+    return OMPBATCH_OK;
 }
 
 static void count_batch(const ompbatch_batch *batch)
@@ -178,11 +186,10 @@ static void count_batch(const ompbatch_batch *batch)
  * and unpacks through pinned staging). */
 int ob_hook_copy_run(int device, const char *label, const ob_hook_copy *copies, size_t count)
 {
-    thread_batches *mine = this_thread();
-    ompbatch_batch *batch = mine != NULL ? thread_batch(mine, device) : NULL;
-    if (batch == NULL)
-        return OMPBATCH_ERR_NO_MEMORY;
-    int status = OMPBATCH_OK;
+    ompbatch_batch *batch = NULL;
+    int status = thread_batch(device, &batch);
+    if (status != OMPBATCH_OK)
+        return status;
     uint64_t started = ob_phase_start();
     for (size_t i = 0; i < count && status == OMPBATCH_OK; i++) {
         const ob_hook_copy *c = &copies[i];
@@ -226,7 +233,8 @@ int ob_hook_buffer_get(int device, size_t bytes, ob_hook_buffer *out)
             else
                 ob_log(2, "hook: %zu bytes of pinned staging refused (%s); using host memory",
                        bytes, ompbatch_last_error());
-            ob_driver_leave_context(pushed);
+            /* A failed pop is logged where it fails; the buffer serves either way. */
+            (void)ob_driver_leave_context(pushed, OMPBATCH_OK);
         }
     }
     if (out->bytes == NULL)
@@ -262,7 +270,7 @@ void ob_hook_copy_reset_for_testing(void)
 {
     thread_batches *mine = this_thread();
     for (int d = 0; d < OB_MIRROR_MAX_DEVICES && mine != NULL; d++) {
-        ob_batch_destroy(mine->batches[d]);
+        (void)ob_batch_destroy(mine->batches[d]); /* a test starting over */
         mine->batches[d] = NULL;
     }
     memset(verdicts, 0, sizeof(verdicts));

@@ -16,8 +16,10 @@
 #include "tests/support/test_random.h"
 
 extern "C" {
+#include "plugin/api/batch.h"
 #include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
+#include "plugin/core/error.h"
 #include "plugin/cuda/driver.h"
 #include "plugin/cuda/omp_runtime.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
@@ -664,6 +666,49 @@ TEST_F(CudaBackend, CleaningUpAfterAFailureKeepsItsMessage)
     std::string message = ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
     EXPECT_EQ(message, ompbatch_last_error());
+}
+
+// A clean-up that fails after an earlier failure is logged where it fails, but the earlier
+// failure is the one reported, status and message; after a success, the clean-up's own failure
+// is.
+TEST_F(CudaBackend, ACleanUpThatFailsAfterAFailureKeepsTheFirstMessage)
+{
+    const char *first = "the first failure";
+    for (int earlier : {OMPBATCH_ERR_INVALID_ARGUMENT, OMPBATCH_OK}) {
+        SCOPED_TRACE(earlier ? "after a failure" : "after a success");
+        // A context popped.
+        ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+        if (earlier != OMPBATCH_OK)
+            ob_fail(earlier, "%s", first);
+        ASSERT_EQ(0, fake().inject_failure("cuCtxPopCurrent", 1, CUDA_ERROR_INVALID_CONTEXT));
+        int status = ob_driver_pop_context_after(earlier);
+        ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context()); // the failed pop left it pushed
+        if (earlier != OMPBATCH_OK) {
+            EXPECT_EQ(earlier, status);
+            EXPECT_STREQ(first, ompbatch_last_error());
+        } else {
+            EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+            EXPECT_TRUE(message_has("cuCtxPopCurrent failed")) << ompbatch_last_error();
+        }
+        // A batch destroyed while its copy is still queued, the wait failing.
+        Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
+        ompbatch_batch *batch = nullptr;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&batch, 0, nullptr, nullptr));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch, dev.ptr, 0, pinned.ptr, H, 64, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch)) << ompbatch_last_error();
+        if (earlier != OMPBATCH_OK)
+            ob_fail(earlier, "%s", first);
+        fake().fail_next_sync(CUDA_ERROR_LAUNCH_FAILED);
+        status = ob_batch_destroy_after(batch, earlier);
+        fake().clear_injections();
+        if (earlier != OMPBATCH_OK) {
+            EXPECT_EQ(earlier, status);
+            EXPECT_STREQ(first, ompbatch_last_error());
+        } else {
+            EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+            EXPECT_TRUE(message_has("CUDA_ERROR_LAUNCH_FAILED")) << ompbatch_last_error();
+        }
+    }
 }
 
 // A driver that cannot name its own error still gets the error reported: the message carries
