@@ -252,14 +252,16 @@ TEST_P(FaultSweep, FailsCleanlyOrIsRoutedAround)
     ob_staging_free_idle();
     fake_cuda_stats base;
     fake().get_stats(&base);
-    // A fresh driver load, so that load-time calls can fail too.
+    // A fresh driver load, so that load-time calls can fail too. The old load is released
+    // before the fault is armed: its release makes driver calls of its own (test code, which
+    // would use the fault up).
     fake().reset();
     fake().deinit();
     ob_kernels_forget_for_testing();
     // Peer access is asked once per process: ask again under the injection.
     ob_peers_forget_for_testing();
-    ASSERT_EQ(0, fake().inject_failure(f.site, f.nth, f.result));
     ob_driver_reload_for_testing();
+    ASSERT_EQ(0, fake().inject_failure(f.site, f.nth, f.result));
     Tally &tally = SweepTally();
     int status = Workload(buffers, 10 + tally.tried, &why);
     // Idle staging is the pool's, not a leak: it is freed before allocations are counted, still
