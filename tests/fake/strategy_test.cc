@@ -1366,10 +1366,42 @@ TEST_F(Strategy, CalibrationFailuresFallBackAndAnUnwritableCacheIsNotFatal)
     setenv("OMPBATCH_COST_CACHE", "/proc/ompbatch-cannot-exist", 1);
     ob_config_reload();
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
-    ob_cost_reset_for_testing();
-    ASSERT_EQ(0, fake().inject_failure("cuMemAllocHost", 1, CUDA_ERROR_OUT_OF_MEMORY));
-    EXPECT_STREQ("built-in (H200)", ob_cost_model_for(0)->source);
-    fake().clear_injections();
+    // A failure while allocating, warming up or measuring falls back on the built-in model,
+    // and the message is that failure's, whatever the frees after it did; a failed free alone
+    // keeps the calibration.
+    struct {
+        const char *entry;
+        unsigned long nth;
+        const char *also; /* a second fault, at its first call */
+        const char *said; /* in the message; NULL: calibrated */
+    } rows[] = {
+        {"cuMemAllocHost", 1, nullptr, "cuMemAllocHost failed"},
+        {"cuMemAlloc", 2, "cuMemFree", "cuMemAlloc failed"}, /* the first one's free fails too */
+        {"cuMemcpyAsync", 1, "cuMemFreeHost", "cuMemcpyAsync failed"}, /* the warm-up */
+        {"cuStreamSynchronize", 1, nullptr, "cuStreamSynchronize failed"},
+        {"cuLaunchKernel", 1, nullptr, "cuLaunchKernel failed"}, /* a staged probe */
+        {"cuMemFree", 1, nullptr, nullptr},
+    };
+    for (const auto &row : rows) {
+        SCOPED_TRACE(std::string(row.entry) + " #" + std::to_string(row.nth));
+        ob_cost_reset_for_testing();
+        fake().reset();
+        ASSERT_EQ(0, fake().inject_failure(row.entry, row.nth, CUDA_ERROR_OUT_OF_MEMORY));
+        if (row.also != nullptr) {
+            ASSERT_EQ(0, fake().inject_failure(row.also, 1, CUDA_ERROR_INVALID_VALUE));
+        }
+        const char *source = ob_cost_model_for(0)->source;
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        fake().clear_injections();
+        EXPECT_EQ(row.also != nullptr ? 2u : 1u, fs.injected_failures);
+        if (row.said == nullptr) {
+            EXPECT_NE(nullptr, std::strstr(source, "calibrated")) << source;
+        } else {
+            EXPECT_STREQ("built-in (H200)", source);
+            EXPECT_TRUE(message_has(row.said)) << ompbatch_last_error();
+        }
+    }
     ob_cost_reset_for_testing();
     const ob_cost_model *m = ob_cost_model_for(0);
     EXPECT_NE(nullptr, std::strstr(m->source, "calibrated")) << m->source;
