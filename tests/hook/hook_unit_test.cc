@@ -470,6 +470,38 @@ TEST_F(HookCopy, OnlyHostPointersAreClassifiedAndTheyStayKnown)
         EXPECT_EQ(0, std::memcmp(dev.ptr + p.offsets[i], p.host[i].data(), p.sizes[i])) << i;
 }
 
+// The buffer for an exit's bytes comes from the device's pinned staging; when the device's
+// context cannot be made current it comes from host memory, and a failed pop of the context
+// is reported but does not take the buffer away.
+TEST_F(HookCopy, AnExitsBufferServesWhateverTheContextCallsDo)
+{
+    DeviceBuffer dev(4096, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    const size_t bytes = 64 << 10;
+    for (const char *failing : {"", "cuCtxGetCurrent", "cuCtxPopCurrent"}) {
+        SCOPED_TRACE(*failing ? failing : "no failure");
+        fake().reset();
+        if (*failing) {
+            ASSERT_EQ(0, fake().inject_failure(failing, 1, CUDA_ERROR_INVALID_CONTEXT));
+        }
+        ob_hook_buffer buffer;
+        ASSERT_EQ(0, ob_hook_buffer_get(0, bytes, &buffer));
+        fake().clear_injections();
+        EXPECT_EQ(std::string(failing) == "cuCtxGetCurrent", buffer.region == nullptr);
+        if (std::string(failing) == "cuCtxPopCurrent") {
+            EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "cuCtxPopCurrent failed"))
+                << ompbatch_last_error();
+            ASSERT_EQ(1, fake().ctx_stack_depth());
+            ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context()); // the failed pop left it pushed
+        }
+        EXPECT_EQ(0, fake().ctx_stack_depth());
+        auto fill = random_bytes(bytes, 71);
+        std::memcpy(buffer.bytes, fill.data(), bytes);
+        EXPECT_EQ(0, std::memcmp(buffer.bytes, fill.data(), bytes));
+        ob_hook_buffer_put(&buffer);
+    }
+}
+
 // Pinned program memory is packed and unpacked by the CPU, never accessed by the kernel in
 // place: a stale classification (memory freed and reused) then costs speed, not bytes.
 TEST_F(HookCopy, PinnedHostMemoryIsPackedNotAccessedInPlace)
