@@ -676,6 +676,16 @@ TEST_F(CudaBackend, ACleanUpThatFailsAfterAFailureKeepsTheFirstMessage)
     const char *first = "the first failure";
     for (int earlier : {OMPBATCH_ERR_INVALID_ARGUMENT, OMPBATCH_OK}) {
         SCOPED_TRACE(earlier ? "after a failure" : "after a success");
+        // What the clean-up returned and left in the message: the earlier failure's, or its own.
+        auto expect_reported = [&](int status, const char *own) {
+            if (earlier != OMPBATCH_OK) {
+                EXPECT_EQ(earlier, status);
+                EXPECT_STREQ(first, ompbatch_last_error());
+            } else {
+                EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+                EXPECT_TRUE(message_has(own)) << ompbatch_last_error();
+            }
+        };
         // A context popped.
         ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
         if (earlier != OMPBATCH_OK)
@@ -683,13 +693,7 @@ TEST_F(CudaBackend, ACleanUpThatFailsAfterAFailureKeepsTheFirstMessage)
         ASSERT_EQ(0, fake().inject_failure("cuCtxPopCurrent", 1, CUDA_ERROR_INVALID_CONTEXT));
         int status = ob_driver_pop_context_after(earlier);
         ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context()); // the failed pop left it pushed
-        if (earlier != OMPBATCH_OK) {
-            EXPECT_EQ(earlier, status);
-            EXPECT_STREQ(first, ompbatch_last_error());
-        } else {
-            EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
-            EXPECT_TRUE(message_has("cuCtxPopCurrent failed")) << ompbatch_last_error();
-        }
+        expect_reported(status, "cuCtxPopCurrent failed");
         // A batch destroyed while its copy is still queued, the wait failing.
         Buffer pinned(PINNED, 4096), dev(DEVICE, 4096);
         ompbatch_batch *batch = nullptr;
@@ -701,13 +705,7 @@ TEST_F(CudaBackend, ACleanUpThatFailsAfterAFailureKeepsTheFirstMessage)
         fake().fail_next_sync(CUDA_ERROR_LAUNCH_FAILED);
         status = ob_batch_destroy_after(batch, earlier);
         fake().clear_injections();
-        if (earlier != OMPBATCH_OK) {
-            EXPECT_EQ(earlier, status);
-            EXPECT_STREQ(first, ompbatch_last_error());
-        } else {
-            EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
-            EXPECT_TRUE(message_has("CUDA_ERROR_LAUNCH_FAILED")) << ompbatch_last_error();
-        }
+        expect_reported(status, "CUDA_ERROR_LAUNCH_FAILED");
     }
 }
 
