@@ -681,6 +681,25 @@ static void count_construct(const ob_construct *c, int32_t count,
     ob_hook_add(&ob_hook_count.items_forwarded, (uint64_t)count - batched);
 }
 
+/* What became of the construct's items, `batched` of them moved by the hook: said at
+ * OMPBATCH_VERBOSE=1 and counted. */
+static void report_construct(const ob_construct *c, const item *items, int32_t count,
+                             atomic_uint_fast64_t *batched_counter, size_t batched)
+{
+    log_construct(c, items, count, batched);
+    count_reasons(c, items, count);
+    count_construct(c, count, batched_counter, batched);
+}
+
+/* The items the hook moved itself: those with no reason to be forwarded. */
+static size_t batched_items(const item *items, int32_t count)
+{
+    size_t batched = 0;
+    for (int32_t i = 0; i < count; i++)
+        batched += items[i].why == OB_REASON_NONE;
+    return batched;
+}
+
 /* The construct goes to the runtime as the program made it, every item counted forwarded. */
 static void forward_whole(const ob_construct *c)
 {
@@ -969,12 +988,8 @@ void ob_hook_update(const ob_construct *c)
             if (items[i].why == OB_REASON_NONE)
                 items[i].why = OB_REASON_FAILED;
     }
-    size_t done = 0;
-    for (int32_t i = 0; i < a->count; i++)
-        done += items[i].why == OB_REASON_NONE;
-    log_construct(c, items, a->count, done);
-    count_reasons(c, items, a->count);
-    count_construct(c, a->count, &ob_hook_count.update_batched, done);
+    size_t done = batched_items(items, a->count);
+    report_construct(c, items, a->count, &ob_hook_count.update_batched, done);
     if (done == 0) {
         ob_hook_forward(c, a, 1);
     } else if (done < (size_t)a->count) {
@@ -1190,12 +1205,8 @@ void ob_hook_begin(const ob_construct *c)
         else if (why == OB_REASON_PRESENT || why == OB_REASON_GLOBAL)
             ob_mirror_drop_range(c->device, items[i].begin, items[i].end);
     }
-    size_t done = 0;
-    for (int32_t i = 0; i < a->count; i++)
-        done += items[i].why == OB_REASON_NONE;
-    log_construct(c, items, a->count, done);
-    count_reasons(c, items, a->count);
-    count_construct(c, a->count, &ob_hook_count.enter_batched, done);
+    report_construct(c, items, a->count, &ob_hook_count.enter_batched,
+                     batched_items(items, a->count));
     scratch_free(&s);
 }
 
@@ -1344,9 +1355,7 @@ void ob_hook_end(const ob_construct *c)
         ob_hook_buffer_put(&buffer);
     settle_end(c, items);
     ob_hook_copy_forget_memory();
-    log_construct(c, items, a->count, done);
-    count_reasons(c, items, a->count);
-    count_construct(c, a->count, &ob_hook_count.exit_batched, done);
+    report_construct(c, items, a->count, &ob_hook_count.exit_batched, done);
     scratch_free(&s);
 }
 
