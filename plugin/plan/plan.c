@@ -478,8 +478,10 @@ static int build_steps(ob_plan *plan, const ob_plan_params *params)
             end++;
         /* Staged copies of a level go as one step: one staging region, two launches. */
         size_t chunk = first->route == OB_ROUTE_BATCH ? params->max_copies : end - begin;
-        for (size_t at = begin; at < end; at += chunk) {
-            size_t stop = end - at > chunk ? at + chunk : end;
+        /* Stepped by what is left, not `at += chunk`: a chunk of SIZE_MAX ("no limit") would
+         * wrap around to copies of this level already stepped. */
+        for (size_t at = begin, stop; at < end; at = stop) {
+            stop = end - at > chunk ? at + chunk : end;
             if ((status = add_step(plan, first->route, first->level, at, stop)) != OMPBATCH_OK)
                 return status;
         }

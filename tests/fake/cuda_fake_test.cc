@@ -964,6 +964,37 @@ TEST_F(CudaBackend, LaterSubBatchesAreNotSubmittedAfterAFailure)
     EXPECT_EQ(3u, s.driver_calls);
 }
 
+// max_copies of SIZE_MAX, a caller's "no limit", splits nothing: each level is one batch call
+// and a later level's copies never run again before the copies that read what they write.
+TEST_F(CudaBackend, MaxCopiesOfSizeMaxIsNoLimit)
+{
+    Buffer dev(DEVICE, 1 << 16);
+    dev.fill(41);
+    std::vector<unsigned char> before(dev.ptr, dev.ptr + dev.bytes);
+    ompbatch_batch_options o{};
+    o.struct_size = sizeof(o);
+    o.strategy = OMPBATCH_STRATEGY_DIRECT;
+    o.max_copies = SIZE_MAX;
+    Batch batch(0, nullptr, &o);
+    unsigned char *x = dev.ptr, *p = dev.ptr + 16384, *q = dev.ptr + 32768;
+    for (int i = 0; i < 3; i++) // level 0 reads p
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, x + i * 4096, 0, p + i * 4096, 0,
+                                                  1000 + i, 0));
+    for (int i = 0; i < 3; i++) // level 1 overwrites it
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, p + i * 4096, 0, q + i * 4096, 0,
+                                                  1000 + i, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(0, std::memcmp(x + i * 4096, &before[16384 + i * 4096], 1000 + i)) << i;
+        EXPECT_EQ(0, std::memcmp(p + i * 4096, &before[32768 + i * 4096], 1000 + i)) << i;
+    }
+    ompbatch_stats s = batch.stats();
+    EXPECT_EQ(6u, s.copies_done);
+    EXPECT_EQ(2u, s.sub_batches);
+    EXPECT_EQ(2u, s.driver_calls);
+}
+
 TEST_F(CudaBackend, PerCopyFailureNamesTheCopy)
 {
     Buffer pageable(PAGEABLE, 1 << 16), dev(DEVICE, 1 << 16);
