@@ -48,6 +48,7 @@ typedef struct ob_exec {
     size_t max_copies;         /* per batch call; the bulk copies join one only below it */
     CUstream stream;
     size_t done;               /* planned copies enqueued (or performed) successfully */
+    size_t staged_pending;     /* the staged step's copies, counted in done once finish ran */
     size_t driver_calls;
     size_t batch_calls;        /* the cuMemcpyBatchAsync calls among driver_calls */
     size_t batch_fallbacks;    /* batch calls that failed and were sent one copy at a time */

@@ -634,7 +634,8 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
         exec->word_after = done_words + OB_INLINE_PIECES;
     exec->staged.bytes += lay.total;
     exec->staged.copies += step->end - step->begin;
-    exec->done += step->end - step->begin;
+    /* Enqueued once finish has sent the bulk copies and the scatter. */
+    exec->staged_pending = step->end - step->begin;
     return OMPBATCH_OK;
 }
 
@@ -717,7 +718,20 @@ int ob_staged_finish(ob_exec *exec)
     exec->word_after = NULL;
     exec->scatter_count = 0;
     exec->rect_scatter_count = 0;
+    if (status == OMPBATCH_OK)
+        exec->done += exec->staged_pending;
+    exec->staged_pending = 0;
     return status;
+}
+
+void ob_staged_abandon(ob_exec *exec)
+{
+    exec->move_count = exec->unpack_begin;
+    exec->staged_pending = 0;
+    exec->extra_count = 0;
+    exec->word_after = NULL;
+    exec->scatter_count = 0;
+    exec->rect_scatter_count = 0;
 }
 
 void ob_staged_forget_stream_words_for_testing(void)

@@ -22,6 +22,11 @@
 int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step);
 int ob_staged_finish(ob_exec *exec);
 
+/* A level failed after the staged step's prepare: its bulk copies or its scatter may never
+ * have been enqueued, so the pinned staging holds what an earlier batch left there. Its unpacks
+ * are dropped (the destinations keep their bytes) and its copies are not counted as done. */
+void ob_staged_abandon(ob_exec *exec);
+
 /* Sends bulk copies no batch call took. */
 int ob_staged_flush_extras(ob_exec *exec);
 

@@ -58,8 +58,10 @@ int ob_exec_run(ob_exec *exec, const ob_plan *plan)
         for (size_t s = first; s < end && status == OMPBATCH_OK; s++)
             status = backends[plan->steps[s].route]->finish(exec);
         exec->extra_count = 0;
-        if (status != OMPBATCH_OK)
+        if (status != OMPBATCH_OK) {
+            ob_staged_abandon(exec);
             return status;
+        }
         /* A later level may read what this level's unpacks write. */
         if (end < plan->step_count && exec->move_count > exec->unpack_begin &&
             (status = ob_exec_wait(exec)) != OMPBATCH_OK)

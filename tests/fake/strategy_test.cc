@@ -1341,6 +1341,61 @@ TEST_F(Strategy, DriverFailuresOnTheStagedPathAreReportedOrRoutedAround)
     }
 }
 
+// A level whose bulk copy fails was packed and gathered already: the pinned staging it would
+// have unpacked from still holds the bytes an earlier batch moved through it. The program's
+// pageable destinations keep their own bytes and copies_done counts none of the level.
+TEST_F(Strategy, AFailedBulkCopyLeavesPageableDestinationsAsTheyWere)
+{
+    bus_kb("0");
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Buffer dev(DEVICE, 1 << 16), back(PAGEABLE, 1 << 16), src(PAGEABLE, 1 << 16);
+    struct {
+        const char *entry; /* the call that sends the level's bulk copies */
+        int also_to_device; /* a packed H2D half in the same level: two bulk copies */
+    } rows[] = {{"cuMemcpyAsync", 0}, {"cuMemcpyBatchAsync", 1}};
+    uint64_t salt = 100;
+    for (const auto &row : rows) {
+        SCOPED_TRACE(row.entry);
+        // An earlier batch moves other bytes through the same staging.
+        dev.fill(salt++);
+        {
+            Batch a(0, nullptr, &o);
+            for (int i = 0; i < 4; i++)
+                ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(a.b, back.ptr + i * 8192, H,
+                                                          dev.ptr + i * 8192, 0, 4096, 0));
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(a.b)) << ompbatch_last_error();
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(a.b)) << ompbatch_last_error();
+            ASSERT_EQ(0, std::memcmp(back.ptr, dev.ptr, 4096));
+        }
+        dev.fill(salt++);
+        src.fill(salt++);
+        back.fill(salt++);
+        std::vector<unsigned char> before(back.ptr, back.ptr + back.bytes);
+        Batch b(0, nullptr, &o);
+        for (int i = 0; i < 4; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, back.ptr + i * 8192, H,
+                                                      dev.ptr + i * 8192, 0, 4096, 0));
+        for (int i = 0; row.also_to_device && i < 4; i++)
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 8192 + 4096, 0,
+                                                      src.ptr + i * 8192, H, 4096, 0));
+        fake_cuda_stats before_fault, after_fault;
+        fake().get_stats(&before_fault);
+        ASSERT_EQ(0, fake().inject_failure(row.entry, 1, CUDA_ERROR_INVALID_VALUE));
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(b.b));
+        EXPECT_TRUE(message_has("the staged bulk copy")) << ompbatch_last_error();
+        fake().get_stats(&after_fault);
+        fake().clear_injections();
+        EXPECT_EQ(1u, after_fault.injected_failures - before_fault.injected_failures);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
+        EXPECT_EQ(0, std::memcmp(back.ptr, before.data(), back.bytes))
+            << "a destination took bytes its copy never brought";
+        EXPECT_EQ(0u, b.stats().copies_done);
+        ob_staging_totals t;
+        ob_staging_get_totals(&t);
+        EXPECT_EQ(0u, t.in_use);
+    }
+}
+
 // Freeing an outgrown area can fail: the new area is used, the failure is only logged.
 TEST_F(Strategy, AFailedFreeOfOutgrownStagingIsNotAFailure)
 {
