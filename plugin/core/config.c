@@ -37,7 +37,9 @@ static long read_long(const char *name, long fallback, long min, long max)
     char *end = NULL;
     errno = 0;
     long parsed = strtol(value, &end, 10);
-    if (errno != 0 || *end != '\0' || parsed < min || parsed > max) {
+    /* strtol would also take leading blanks and a plus sign. */
+    int digits_first = value[0] == '-' || (value[0] >= '0' && value[0] <= '9');
+    if (!digits_first || errno != 0 || *end != '\0' || parsed < min || parsed > max) {
         char expected[96];
         snprintf(expected, sizeof(expected), "an integer from %ld to %ld", min, max);
         warn_bad_value(name, value, expected);
@@ -89,19 +91,39 @@ static const ob_word calibrate_words[] = {
 static const ob_word host_busy_words[] = {
     {"auto", OB_HOST_BUSY_AUTO}, {"0", OB_HOST_BUSY_NEVER}, {"1", OB_HOST_BUSY_ALWAYS}};
 
+/* The value of the string variable `name` when set, not empty and no longer than the `size`
+ * bytes kept for it allow; NULL otherwise. A value cut short would name another file or
+ * directory, or turn the last cost override into another number, so a long one is refused
+ * whole. */
+static const char *read_string(const char *name, size_t size)
+{
+    const char *value = getenv(name);
+    if (value == NULL || value[0] == '\0')
+        return NULL;
+    if (strlen(value) >= size) {
+        char expected[64];
+        snprintf(expected, sizeof(expected), "at most %zu characters", size - 1);
+        warn_bad_value(name, value, expected);
+        return NULL;
+    }
+    return value;
+}
+
 /* $XDG_CACHE_HOME/ompbatch, else $HOME/.cache/ompbatch; "off" or no home: no cache. */
 static void read_cost_cache(char *out, size_t size)
 {
-    const char *value = getenv("OMPBATCH_COST_CACHE");
+    const char *value = read_string("OMPBATCH_COST_CACHE", size);
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     out[0] = '\0';
-    if (value != NULL && value[0] != '\0') {
+    if (value != NULL) {
         if (strcmp(value, "off") != 0)
             snprintf(out, size, "%s", value);
     } else if (xdg != NULL && xdg[0] == '/') {
-        snprintf(out, size, "%s/ompbatch", xdg);
+        if ((size_t)snprintf(out, size, "%s/ompbatch", xdg) >= size)
+            out[0] = '\0'; /* a directory cut short is another one: no cache */
     } else if (home != NULL && home[0] == '/') {
-        snprintf(out, size, "%s/.cache/ompbatch", home);
+        if ((size_t)snprintf(out, size, "%s/.cache/ompbatch", home) >= size)
+            out[0] = '\0';
     }
 }
 
@@ -132,11 +154,11 @@ static void read_environment(void)
     current.host_busy =
         read_word("OMPBATCH_HOST_BUSY", OB_WORDS(host_busy_words), OB_HOST_BUSY_AUTO);
     read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
-    const char *cost = getenv("OMPBATCH_COST");
+    const char *cost = read_string("OMPBATCH_COST", sizeof(current.cost));
     snprintf(current.cost, sizeof(current.cost), "%s", cost != NULL ? cost : "");
     current.form = read_word("OMPBATCH_BATCH_FORM", OB_WORDS(form_words), OB_FORM_AUTO);
-    const char *library = getenv("OMPBATCH_CUDA_LIBRARY");
-    if (library == NULL || library[0] == '\0')
+    const char *library = read_string("OMPBATCH_CUDA_LIBRARY", sizeof(current.cuda_library));
+    if (library == NULL)
         library = OB_DEFAULT_CUDA_LIBRARY;
     snprintf(current.cuda_library, sizeof(current.cuda_library), "%s", library);
     current.strided = read_word("OMPBATCH_STRIDED", OB_WORDS(strided_words), OB_STRIDED_RUNTIME);

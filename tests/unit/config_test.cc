@@ -93,6 +93,68 @@ TEST_F(Config, BadValuesAreNamedAndReplacedByDefaults)
     EXPECT_EQ(OB_FORM_AUTO, c->form);
 }
 
+// Integers are the digits alone (a minus sign at most): blanks and a plus sign are refused.
+TEST_F(Config, IntegersWithBlanksOrAPlusSignAreRefused)
+{
+    for (const char *value : {" +17", "+17", " 17", "17 ", "\t17"}) {
+        SCOPED_TRACE(value);
+        setenv("OMPBATCH_MAX_COPIES", value, 1);
+        EXPECT_EQ("ompbatch: ignoring OMPBATCH_MAX_COPIES=\"" + std::string(value) +
+                      "\": expected an integer from 1 to 16777216\n",
+                  reload());
+        EXPECT_EQ(4096u, ob_config_get()->max_copies);
+    }
+    setenv("OMPBATCH_MAX_COPIES", "17", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(17u, ob_config_get()->max_copies);
+}
+
+// A string variable longer than the 511 characters kept for it is refused whole, with a
+// warning: cut short, a path would name another file and the last cost override another
+// figure. 511 characters are kept as they are.
+TEST_F(Config, OverLongStringsAreRefusedWholeNotCutShort)
+{
+    std::string cost;
+    while (cost.size() < 470)
+        cost += "d2d.direct.fixed=1,";
+    std::string last = "d2d.staged.fixed=";
+    std::string fits = cost + last + std::string(511 - cost.size() - last.size(), '5');
+    ASSERT_EQ(511u, fits.size());
+    setenv("OMPBATCH_COST", fits.c_str(), 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(fits, ob_config_get()->cost);
+    std::string too_long = fits + "9";
+    setenv("OMPBATCH_COST", too_long.c_str(), 1);
+    EXPECT_EQ("ompbatch: ignoring OMPBATCH_COST=\"" + too_long +
+                  "\": expected at most 511 characters\n",
+              reload());
+    EXPECT_STREQ("", ob_config_get()->cost);
+    unsetenv("OMPBATCH_COST");
+
+    std::string dir = "/tmp/" + std::string(520, 'd') + "/cache";
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    setenv("OMPBATCH_COST_CACHE", dir.c_str(), 1);
+    std::string err = reload();
+    EXPECT_NE(std::string::npos,
+              err.find("ignoring OMPBATCH_COST_CACHE=\"" + dir + "\": expected at most 511"))
+        << err;
+    EXPECT_STREQ("/xdg/ompbatch", ob_config_get()->cost_cache);
+    // A default directory too long for the 511 characters: no cache, not a shorter directory.
+    unsetenv("OMPBATCH_COST_CACHE");
+    std::string xdg = "/" + std::string(505, 'x');
+    setenv("XDG_CACHE_HOME", xdg.c_str(), 1);
+    EXPECT_EQ("", reload());
+    EXPECT_STREQ("", ob_config_get()->cost_cache);
+
+    std::string library = "/opt/" + std::string(510, 'l') + "/libcuda.so.1";
+    setenv("OMPBATCH_CUDA_LIBRARY", library.c_str(), 1);
+    err = reload();
+    EXPECT_NE(std::string::npos,
+              err.find("ignoring OMPBATCH_CUDA_LIBRARY=\"" + library + "\": expected at most 511"))
+        << err;
+    EXPECT_STREQ("libcuda.so.1", ob_config_get()->cuda_library);
+}
+
 // Which pieces strided updates copy: runtime by default, spec on request, a bad value named.
 TEST_F(Config, StridedIsReadAndABadValueNamed)
 {
