@@ -1042,9 +1042,16 @@ static int wait_and_drop_kept(ompbatch_batch *batch)
     return status;
 }
 
+static int destroy(ompbatch_batch *batch, int keep);
+
 int ompbatch_batch_destroy(ompbatch_batch *batch)
 {
-    return ob_batch_destroy(batch);
+    return destroy(batch, 1);
+}
+
+int ob_batch_destroy(ompbatch_batch *batch)
+{
+    return destroy(batch, 0);
 }
 
 int ob_batch_destroy_after(ompbatch_batch *batch, int status)
@@ -1057,7 +1064,9 @@ int ob_batch_destroy_after(ompbatch_batch *batch, int status)
     return ob_error_restore(status, &failure);
 }
 
-/* The structs of the last OB_DESTROYED_KEPT destroyed batches (check_batch). */
+/* The structs of the last OB_DESTROYED_KEPT batches the program destroyed (check_batch); the
+ * library's own batches, which it never uses again, are freed outright so that they do not
+ * push the program's out of the window. */
 static pthread_mutex_t destroyed_lock = PTHREAD_MUTEX_INITIALIZER;
 static ompbatch_batch *destroyed[OB_DESTROYED_KEPT];
 static size_t destroyed_next;
@@ -1072,7 +1081,7 @@ static void keep_destroyed(ompbatch_batch *batch)
     free(oldest);
 }
 
-int ob_batch_destroy(ompbatch_batch *batch)
+static int destroy(ompbatch_batch *batch, int keep)
 {
     if (batch == NULL)
         return OMPBATCH_OK;
@@ -1095,7 +1104,10 @@ int ob_batch_destroy(ompbatch_batch *batch)
     free(batch->copies);
     memset(batch, 0, sizeof(*batch));
     batch->magic = OB_BATCH_DESTROYED;
-    keep_destroyed(batch);
+    if (keep)
+        keep_destroyed(batch);
+    else
+        free(batch);
     return status;
 }
 

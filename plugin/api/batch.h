@@ -10,7 +10,8 @@
 #include "plugin/plan/walk.h"
 #include "ompbatch.h"
 
-/* ompbatch_batch_destroy, for the library's own batches. */
+/* ompbatch_batch_destroy, for the library's own batches: their structs are freed at once, not
+ * kept among the program's destroyed batches. */
 int ob_batch_destroy(ompbatch_batch *batch);
 /* The destroy after work that may have failed: returns status when it is already a failure
  * (the destroy's own failure is logged where it fails but leaves the first failure's

@@ -150,9 +150,6 @@ TEST(BatchAdd, RejectsBadCopiesNamingTheCopyIndex)
     EXPECT_EQ(1u, s.copies_zero);
 }
 
-// A destroyed batch is dead, not a crash: every batch function names it, a second destroy
-// too, and a pointer that never was a batch is refused (for the last 256 destroys; older
-// pointers are freed memory, as with free).
 // Every map-type bit an OpenMP runtime uses is accepted; any other bit is refused, naming the
 // copy and the stray bits, and the batch stays usable.
 TEST(BatchAdd, MapTypesWithUnknownBitsAreRefused)
@@ -184,6 +181,9 @@ TEST(BatchAdd, MapTypesWithUnknownBitsAreRefused)
               ompbatch_batch_add_mapped(batch.b, src.data(), 8, OMPBATCH_MAP_TO | (1ULL << 20)));
 }
 
+// A destroyed batch is dead, not a crash: every batch function names it, a second destroy
+// too, and a pointer that never was a batch is refused (for the last 256 destroys; older
+// pointers are freed memory, as with free).
 TEST(BatchLifecycle, UseAfterDestroyAndDoubleDestroyAreErrors)
 {
     unsigned char a[64] = {1}, b[64] = {0};
@@ -217,6 +217,38 @@ TEST(BatchLifecycle, UseAfterDestroyAndDoubleDestroyAreErrors)
     EXPECT_TRUE(message_has("is not a batch")) << ompbatch_last_error();
     EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT, ompbatch_batch_destroy(fake_batch));
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(nullptr)) << "like free(NULL)";
+}
+
+// The window of 256 destroyed batches is the program's own: the batches the one-shot calls
+// make and destroy inside the library do not push a program's destroyed batch out of it (its
+// struct freed, a new batch could be given the same address, and a stale pointer would then
+// reach that live batch).
+TEST(BatchLifecycle, TheLibrarysOwnBatchesDoNotUseUpTheDestroyedWindow)
+{
+    std::vector<unsigned char> src = random_bytes(256, 17), dst(256, 0xA5);
+    ompbatch_batch *dead = nullptr;
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&dead, H, nullptr, nullptr));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(dead));
+    void *dsts[] = {dst.data()};
+    const void *srcs[] = {src.data()};
+    size_t length[] = {256};
+    // Exactly as many as the window holds: the last one would free the dead batch's struct,
+    // and the next batch created would be given that memory back first.
+    for (int i = 0; i < 256; i++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_target_memcpy_batch(dsts, srcs, length, nullptr,
+                                                            nullptr, 1, H, H))
+            << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), 256));
+    ompbatch_batch *live[4] = {};
+    for (auto &b : live) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_create(&b, H, nullptr, nullptr));
+        EXPECT_NE(dead, b) << "a live batch at a destroyed batch's address";
+    }
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_submit(dead));
+    EXPECT_TRUE(message_has("was destroyed")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_BAD_STATE, ompbatch_batch_destroy(dead));
+    for (auto *b : live)
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_destroy(b));
 }
 
 TEST(BatchLifecycle, AddingAfterSubmitNeedsAReset)
