@@ -23,11 +23,12 @@ typedef enum region_item {
 
 /* Items whose begin or end the runtime handles in ways whose failures or side effects the
  * split would word or order differently: their regions are forwarded as they are. A
- * pointer-based item that is not a struct member is not one of them: the begin half attaches
- * its pointer, and the kernel's own begin finds the attachment made with the same value and
- * writes nothing. */
+ * pointer-based item is one: libomptarget's begin gives the entry holding its pointer a
+ * reference that its end does not take back, so the split's two begins (its own half and the
+ * kernel's) would leave that entry mapped one release longer than the region alone does. */
 #define OB_REGION_UNSAFE_BITS                                                                   \
-    (OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_PRESENT | OB_MAP_MEMBER_OF | OB_MAP_DELETE)
+    (OB_MAP_RETURN_PARAM | OB_MAP_NON_CONTIG | OB_MAP_PRESENT | OB_MAP_MEMBER_OF |              \
+     OB_MAP_DELETE | OB_MAP_PTR_AND_OBJ)
 
 /* Item i as its map type and the mirror tell it, without a question to the runtime. */
 static region_item classify_by_mirror(int device, const ob_kernel_args *k, uint32_t i)

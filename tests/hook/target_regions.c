@@ -542,6 +542,51 @@ static void test_forwarded_shapes(void)
     free(global_p), free(global_q), free(a), free(b), free(s.in), free(s.out), free(want);
 }
 
+/* A region over the object of a pointer-based map gives the entry holding the pointer one more
+ * reference: libomptarget's begin counts it, its end does not give it back. A release after
+ * the region must unmap the pointers at the same exit as under the runtime alone, whether the
+ * pointer is an element of a mapped array of row pointers or a global pointer mapped itself;
+ * the report says at which exit they went. */
+static void test_pointer_references(void)
+{
+    size_t n = 900;
+    int dev = omp_get_default_device();
+    uint32_t *rows[4];
+    for (int k = 0; k < 4; k++)
+        rows[k] = tr_random(n, 1200 + (uint64_t)k);
+    uint32_t *b = tr_random(n, 1204), *want = ht_malloc(n * sizeof(*want));
+    for (size_t j = 0; j < n; j++)
+        want[j] = ht_mix32(rows[1][j] + b[j], 93);
+    uint32_t *c = tr_poisoned(want, n, 1205);
+#pragma omp target enter data map(to : rows[0:4])
+#pragma omp target map(tofrom : rows[1][0:n]) map(to : b[0:n]) map(from : c[0:n])
+    for (size_t j = 0; j < n; j++)
+        c[j] = ht_mix32(rows[1][j] + b[j], 93);
+    ht_expect_host(c, want, n * sizeof(*c), "row pointers: c");
+    for (int k = 1; k <= 3; k++) {
+#pragma omp target exit data map(release : rows[0:4])
+        printf("  row pointers after release %d: %s\n", k,
+               omp_target_is_present(rows, dev) ? "mapped" : "unmapped");
+    }
+    global_p = tr_random(n, 1206);
+    for (size_t j = 0; j < n; j++)
+        want[j] = ht_mix32(global_p[j] ^ b[j], 94);
+    ht_fill_unlike(c, want, n * sizeof(*c), 1207);
+#pragma omp target enter data map(to : global_p)
+#pragma omp target map(to : global_p[0:n], b[0:n]) map(from : c[0:n])
+    for (size_t j = 0; j < n; j++)
+        c[j] = ht_mix32(global_p[j] ^ b[j], 94);
+    ht_expect_host(c, want, n * sizeof(*c), "global pointer: c");
+    for (int k = 1; k <= 3; k++) {
+#pragma omp target exit data map(release : global_p)
+        printf("  global pointer after release %d: %s\n", k,
+               omp_target_is_present(&global_p, dev) ? "mapped" : "unmapped");
+    }
+    for (int k = 0; k < 4; k++)
+        free(rows[k]);
+    free(global_p), free(b), free(c), free(want);
+}
+
 int main(int argc, char **argv)
 {
     ht_init(argc, argv, "target_regions");
@@ -557,5 +602,6 @@ int main(int argc, char **argv)
     test_threads();
     test_present_regions(24);
     test_forwarded_shapes();
+    test_pointer_references();
     return ob_check_finish("target_regions");
 }
