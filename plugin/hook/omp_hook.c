@@ -66,6 +66,23 @@ static int offload_disabled(void)
     return policy != NULL && strcasecmp(policy, "disabled") == 0;
 }
 
+/* libomptarget's own reports (LIBOMPTARGET_INFO: kernel arguments, look-ups, entries made and
+ * removed, copies, table dumps; LIBOMPTARGET_DEBUG: a debug build's trace) describe the work it
+ * does itself: with the hook doing part of that work they would lose lines and gain others. A
+ * program that asks for them gets the runtime alone. The level is read as the runtime reads it
+ * (std::stoi: blanks, a sign, decimal digits); a value it cannot read asks for nothing. */
+static const char *runtime_reports_asked(void)
+{
+    static const char *const names[] = {"LIBOMPTARGET_INFO", "LIBOMPTARGET_DEBUG"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *value = getenv(names[i]);
+        char *end = NULL;
+        if (value != NULL && strtol(value, &end, 10) != 0 && end != value)
+            return names[i];
+    }
+    return NULL;
+}
+
 static void setup(void)
 {
     const ob_hook_runtime *rt = ob_hook_runtime_get();
@@ -88,6 +105,9 @@ static void setup(void)
                  "and forwards every call unchanged", what, known);
     } else if (offload_disabled()) {
         ob_log(1, "hook: OMP_TARGET_OFFLOAD=disabled: forwarding every call unchanged");
+    } else if (runtime_reports_asked() != NULL) {
+        ob_log(1, "hook: %s asks the runtime to report its own work: forwarding every call "
+                  "unchanged", runtime_reports_asked());
     } else {
         ob_hook_state_set(OB_HOOK_RUNTIME_KNOWN, 1);
     }
