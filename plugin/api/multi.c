@@ -13,9 +13,6 @@
 #include "plugin/cuda/memkind.h"
 #include "plugin/cuda/peers.h"
 
-/* CUDA ordinals a multi-device batch can use. */
-#define OB_MULTI_MAX 64
-
 /* The copies one device runs: a batch of its own for its host <-> device and on-device copies,
  * and the peer copies it sends to other GPUs. index maps a part's copy to the caller's. */
 typedef struct part {
@@ -33,7 +30,8 @@ struct ob_multi {
     ob_cost_models_fn cost_models; /* the batch's, for its parts */
     ob_multi_copy *copies;
     size_t count, capacity;
-    part parts[OB_MULTI_MAX];
+    part *parts;      /* one per CUDA ordinal; parts[0] also runs host-to-host copies */
+    int part_count;
     ob_mem_cache cache; /* for checking peer copies' memory */
     size_t peer_copies, peer_bytes, peer_calls; /* of the last submit */
     size_t zero_copies;                         /* of the last submit: skipped */
@@ -42,9 +40,17 @@ struct ob_multi {
 int ob_multi_create(ob_multi **out, const ob_device *home, const ompbatch_batch_options *options,
                     ob_cost_models_fn cost_models)
 {
+    const ob_driver *driver = ob_driver_get();
+    int devices = driver->loaded && driver->device_count > 0 ? driver->device_count : 1;
     ob_multi *m = ob_calloc(1, sizeof(*m));
-    if (m == NULL)
+    part *parts = ob_calloc((size_t)devices, sizeof(*parts));
+    if (m == NULL || parts == NULL) {
+        free(m);
+        free(parts);
         return ob_fail(OMPBATCH_ERR_NO_MEMORY, "cannot allocate a multi-device batch");
+    }
+    m->parts = parts;
+    m->part_count = devices;
     m->home = *home;
     m->options = *options;
     m->cost_models = cost_models;
@@ -213,7 +219,7 @@ static int translate(int status, const part *p, int device_number)
 /* Fills the parts from the copies, in the caller's order. */
 static int distribute(ob_multi *m)
 {
-    for (int d = 0; d < OB_MULTI_MAX; d++) {
+    for (int d = 0; d < m->part_count; d++) {
         part *p = &m->parts[d];
         p->count = p->peer_count = 0;
         p->submitted = p->peers_sent = 0;
@@ -233,7 +239,12 @@ static int distribute(ob_multi *m)
             continue;
         }
         const ob_device *run = runner(m, c);
-        part *p = &m->parts[is_gpu(run) ? run->ordinal : 0];
+        int at = is_gpu(run) ? run->ordinal : 0;
+        if (at < 0 || at >= m->part_count) /* devices are resolved against the same count */
+            return ob_fail_copy(OMPBATCH_ERR_INVALID_DEVICE, i,
+                                "CUDA device %d is not one of the driver's %d", at,
+                                m->part_count);
+        part *p = &m->parts[at];
         int status;
         if (is_peer(c)) {
             status = grow((void **)&p->peers, &p->peer_capacity, p->peer_count + 1,
@@ -326,7 +337,7 @@ static int wait_peers(int ordinal)
 int ob_multi_wait(ob_multi *multi)
 {
     int first = OMPBATCH_OK;
-    for (int d = 0; d < OB_MULTI_MAX; d++) {
+    for (int d = 0; d < multi->part_count; d++) {
         part *p = &multi->parts[d];
         int status = OMPBATCH_OK;
         if (p->submitted) {
@@ -352,7 +363,7 @@ int ob_multi_submit(ob_multi *multi)
     int status = check_conflicts(multi);
     if (status == OMPBATCH_OK)
         status = distribute(multi);
-    for (int d = 0; d < OB_MULTI_MAX && status == OMPBATCH_OK; d++) {
+    for (int d = 0; d < multi->part_count && status == OMPBATCH_OK; d++) {
         part *p = &multi->parts[d];
         for (size_t k = 0; k < p->peer_count && status == OMPBATCH_OK; k++) {
             const ob_multi_copy *c = &multi->copies[p->peers[k]];
@@ -365,7 +376,7 @@ int ob_multi_submit(ob_multi *multi)
     }
     /* Every part is checked by its planner before its copies start; a failing part stops the
      * ones after it, and those already started are waited for below. */
-    for (int d = 0; d < OB_MULTI_MAX && status == OMPBATCH_OK; d++) {
+    for (int d = 0; d < multi->part_count && status == OMPBATCH_OK; d++) {
         part *p = &multi->parts[d];
         if (p->count > 0) {
             status = ompbatch_batch_submit(p->batch);
@@ -396,7 +407,7 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
 {
     memset(out, 0, sizeof(*out));
     out->struct_size = sizeof(*out);
-    for (int d = 0; d < OB_MULTI_MAX; d++) {
+    for (int d = 0; d < multi->part_count; d++) {
         const part *p = &multi->parts[d];
         if (p->batch == NULL || p->count == 0)
             continue;
@@ -426,7 +437,7 @@ void ob_multi_stats(const ob_multi *multi, ompbatch_stats *out)
 void ob_multi_forget_memory(ob_multi *multi)
 {
     ob_mem_cache_clear(&multi->cache);
-    for (int d = 0; d < OB_MULTI_MAX; d++)
+    for (int d = 0; d < multi->part_count; d++)
         if (multi->parts[d].batch != NULL)
             ob_batch_forget_memory_now(multi->parts[d].batch);
 }
@@ -436,7 +447,7 @@ int ob_multi_destroy(ob_multi *multi)
     if (multi == NULL)
         return OMPBATCH_OK;
     int first = ob_multi_wait(multi);
-    for (int d = 0; d < OB_MULTI_MAX; d++) {
+    for (int d = 0; d < multi->part_count; d++) {
         part *p = &multi->parts[d];
         first = ob_batch_destroy_after(p->batch, first);
         free(p->index);
@@ -444,6 +455,7 @@ int ob_multi_destroy(ob_multi *multi)
     }
     ob_mem_cache_free(&multi->cache);
     free(multi->copies);
+    free(multi->parts);
     free(multi);
     return first;
 }

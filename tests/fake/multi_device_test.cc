@@ -449,6 +449,47 @@ TEST_F(MultiDevice, ZeroByteCopiesBetweenGpusAreSkipped)
     EXPECT_EQ(2u, s.copies_done);
 }
 
+// A host with more CUDA devices than a fixed table would hold: a batch spanning GPUs keeps one
+// part per device the driver has, so copies with devices 66 and 69 land where they should.
+class ManyDevices : public FakeDriver {
+protected:
+    void SetUp() override
+    {
+        setenv("FAKE_CUDA_DEVICE_COUNT", "70", 1);
+        load();
+    }
+    void TearDown() override
+    {
+        FakeDriver::TearDown();
+        setenv("FAKE_CUDA_DEVICE_COUNT", "8", 1);
+        load();
+    }
+};
+
+TEST_F(ManyDevices, ABatchReachesDevicesPastSixtyFour)
+{
+    ASSERT_EQ(70, ob_driver_get()->device_count);
+    Buffer src(PAGEABLE, 8192), back(PAGEABLE, 8192), d66(DEVICE, 8192, 66), d69(DEVICE, 8192, 69);
+    src.fill(71);
+    back.fill(72);
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d66.ptr, 66, src.ptr, H, 5000, 0))
+        << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d69.ptr + 100, 69, d66.ptr, 66, 5000, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, back.ptr + 7, H, d69.ptr + 100, 69, 5000,
+                                              0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+    EXPECT_EQ(0, std::memcmp(back.ptr + 7, src.ptr, 5000));
+    EXPECT_EQ(1u, batch.stats().copies_done) << "the last submit's one copy";
+}
+
 // forget_memory is refused while a batch spanning GPUs holds copies not yet submitted (all of
 // them naming another GPU, so none counted by the batch's own device), and allowed after a
 // submit, also one that failed in a part before later parts were submitted.
