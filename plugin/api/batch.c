@@ -415,7 +415,7 @@ static int add_checked(ompbatch_batch *batch, void *dst, int dst_device_num, con
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
-    size_t index = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
+    size_t index = ob_batch_added(batch);
     ob_side dst_side = OB_SIDE_HOST, src_side = OB_SIDE_HOST;
     if ((status = check_map_type(index, map_type)) != OMPBATCH_OK)
         return status;
@@ -550,7 +550,7 @@ int ompbatch_batch_add_mapped(ompbatch_batch *batch, void *host_ptr, size_t byte
     int status = check_open(batch);
     if (status != OMPBATCH_OK)
         return status;
-    size_t index = batch->count;
+    size_t index = ob_batch_added(batch); /* a batch spanning GPUs counts in its parts */
     uint64_t direction = map_type & (OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM);
     if (direction != OMPBATCH_MAP_TO && direction != OMPBATCH_MAP_FROM)
         return ob_fail_copy(OMPBATCH_ERR_INVALID_ARGUMENT, index,

@@ -449,6 +449,23 @@ TEST_F(MultiDevice, ZeroByteCopiesBetweenGpusAreSkipped)
     EXPECT_EQ(2u, s.copies_done);
 }
 
+// Once a batch spans GPUs its copies count in its parts: a refused mapped transfer is named by
+// its index among all the copies added, as any other add's.
+TEST_F(MultiDevice, ARefusedMappedTransferOfABatchSpanningGpusNamesItsIndex)
+{
+    Buffer d0(DEVICE, 4096, 0), d1(DEVICE, 4096, 1), host(PAGEABLE, 4096);
+    Batch batch(0);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d0.ptr, 0, host.ptr, H, 64, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, d1.ptr, 1, d0.ptr + 512, 0, 64, 0));
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add_mapped(batch.b, host.ptr, 8,
+                                        OMPBATCH_MAP_TO | OMPBATCH_MAP_FROM));
+    EXPECT_TRUE(message_has("copy 2: map_type")) << ompbatch_last_error();
+    EXPECT_EQ(OMPBATCH_ERR_INVALID_ARGUMENT,
+              ompbatch_batch_add(batch.b, d1.ptr, 1, host.ptr, H, 8, 1ULL << 20));
+    EXPECT_TRUE(message_has("copy 2: map_type")) << ompbatch_last_error();
+}
+
 // A host with more CUDA devices than a fixed table would hold: a batch spanning GPUs keeps one
 // part per device the driver has, so copies with devices 66 and 69 land where they should.
 class ManyDevices : public FakeDriver {
