@@ -88,6 +88,22 @@ static void make_directories(const char *dir)
     mkdir(path, 0755);
 }
 
+/* Applies OMPBATCH_COST to a model; under the lock. A bad variable is said once per read of
+ * the environment, not once per model (one per device, and one for host batches). */
+static void apply_overrides(ob_cost_model *model)
+{
+    static int warned;
+    static unsigned long warned_generation;
+    char why[256];
+    if (ob_cost_apply_overrides(model, ob_config_get()->cost, why, sizeof(why)) >= 0)
+        return;
+    if (warned && warned_generation == ob_config_generation())
+        return;
+    warned = 1;
+    warned_generation = ob_config_generation();
+    fprintf(stderr, "ompbatch: ignoring OMPBATCH_COST: %s\n", why);
+}
+
 static void build_model(int ordinal, ob_cost_model *model)
 {
     const ob_config *config = ob_config_get();
@@ -112,9 +128,7 @@ static void build_model(int ordinal, ob_cost_model *model)
             ob_cost_builtin(model);
         }
     }
-    int applied = ob_cost_apply_overrides(model, config->cost);
-    if (applied < 0)
-        fprintf(stderr, "ompbatch: ignoring OMPBATCH_COST: %s\n", ompbatch_last_error());
+    apply_overrides(model);
 }
 
 /* The model of batches with no CUDA device behind them (host batches, no driver): the
@@ -131,8 +145,7 @@ const ob_cost_model *ob_cost_model_for(int ordinal)
     if (slot == NULL) {
         if (!without_device_built) {
             ob_cost_builtin(&without_device);
-            if (ob_cost_apply_overrides(&without_device, ob_config_get()->cost) < 0)
-                fprintf(stderr, "ompbatch: ignoring OMPBATCH_COST: %s\n", ompbatch_last_error());
+            apply_overrides(&without_device);
             without_device_built = 1;
         }
         model = &without_device;

@@ -2,6 +2,7 @@
 #include "plugin/plan/cost.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,53 +104,69 @@ static int find_name(const char *const *names, int count, const char *name, size
     return -1;
 }
 
-/* One "lane.way.key=value" entry into *slot. */
+/* Says why an entry is not one, in why; returns -1. */
+static int bad_entry(char *why, size_t why_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad_entry(char *why, size_t why_size, const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(why, why_size, fmt, args);
+    va_end(args);
+    return -1;
+}
+
+/* One "lane.way.key=value" entry into *slot; 0, or -1 with why it is not one in why. */
 static int parse_entry(ob_cost_model *model, const char *entry, size_t length, double **slot,
-                       double *value)
+                       double *value, char *why, size_t why_size)
 {
     char text[128];
     if (length >= sizeof(text))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT, "OMPBATCH_COST entry is too long");
+        return bad_entry(why, why_size,
+                         "OMPBATCH_COST entry \"%.*s\" is longer than %zu characters",
+                         (int)length, entry, sizeof(text) - 1);
     memcpy(text, entry, length);
     text[length] = '\0';
     char *dot1 = strchr(text, '.'), *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
     char *equals = dot2 ? strchr(dot2 + 1, '=') : NULL;
     if (equals == NULL)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "OMPBATCH_COST entry \"%s\" is not lane.way.key=microseconds", text);
+        return bad_entry(why, why_size,
+                         "OMPBATCH_COST entry \"%s\" is not lane.way.key=microseconds", text);
     int lane = find_name(lane_names, OB_LANE_COUNT, text, (size_t)(dot1 - text));
     int way = find_name(way_names, OB_WAY_COUNT, dot1 + 1, (size_t)(dot2 - dot1 - 1));
     if (lane < 0 || way < 0)
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "OMPBATCH_COST entry \"%s\": unknown %s", text, lane < 0 ? "lane" : "way");
+        return bad_entry(why, why_size, "OMPBATCH_COST entry \"%s\": unknown %s", text,
+                         lane < 0 ? "lane" : "way");
     *equals = '\0';
     char *end = NULL;
     errno = 0;
     *value = strtod(equals + 1, &end);
     if (errno != 0 || end == equals + 1 || *end != '\0' || !(*value >= 0.0))
-        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                       "OMPBATCH_COST entry \"%s\": the value is not a number of microseconds",
-                       entry);
+        return bad_entry(why, why_size,
+                         "OMPBATCH_COST entry \"%.*s\": the value is not a number of "
+                         "microseconds",
+                         (int)length, entry);
     ob_cost_curve *curve = &model->curve[lane][way];
     const char *key = dot2 + 1;
     if (strcmp(key, "fixed") == 0) {
         *slot = &curve->fixed_us;
-        return OMPBATCH_OK;
+        return 0;
     }
     unsigned long size = strtoul(key, &end, 10);
     for (int k = 0; k < OB_COST_SIZES && *end == '\0'; k++) {
         if (ob_cost_sizes[k] == size) {
             *slot = &curve->piece_us[k];
-            return OMPBATCH_OK;
+            return 0;
         }
     }
-    return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
-                   "OMPBATCH_COST entry \"%.*s\": key \"%s\" is neither fixed nor one of the "
-                   "sizes 16, 256, 4096, 65536, 1048576",
-                   (int)length, entry, key);
+    return bad_entry(why, why_size,
+                     "OMPBATCH_COST entry \"%.*s\": key \"%s\" is neither fixed nor one of the "
+                     "sizes 16, 256, 4096, 65536, 1048576",
+                     (int)length, entry, key);
 }
 
-int ob_cost_apply_overrides(ob_cost_model *model, const char *text)
+int ob_cost_apply_overrides(ob_cost_model *model, const char *text, char *why, size_t why_size)
 {
     ob_cost_model changed = *model;
     int applied = 0;
@@ -158,9 +175,8 @@ int ob_cost_apply_overrides(ob_cost_model *model, const char *text)
         size_t length = comma ? (size_t)(comma - at) : strlen(at);
         if (length > 0) {
             double *slot = NULL, value = 0.0;
-            int status = parse_entry(&changed, at, length, &slot, &value);
-            if (status != OMPBATCH_OK)
-                return status;
+            if (parse_entry(&changed, at, length, &slot, &value, why, why_size) != 0)
+                return -1;
             *slot = value;
             applied++;
         }

@@ -47,8 +47,9 @@ void ob_cost_builtin(ob_cost_model *model);
 
 /* Applies OMPBATCH_COST ("lane.way.fixed=US,lane.way.SIZE=US,..."; lane as ob_lane_name,
  * way direct|staged, SIZE one of ob_cost_sizes). Returns the number of overrides applied,
- * or a negative status naming the bad entry (nothing is applied then). */
-int ob_cost_apply_overrides(ob_cost_model *model, const char *text);
+ * or -1 with why the bad entry is one in why (nothing is applied then). A bad variable is a
+ * warning for the caller to print, not an error of the call that builds a model. */
+int ob_cost_apply_overrides(ob_cost_model *model, const char *text, char *why, size_t why_size);
 
 /* Predicted microseconds for one piece of `bytes` on a curve (without the fixed part). */
 double ob_cost_piece(const ob_cost_curve *curve, size_t bytes);

@@ -1553,7 +1553,15 @@ TEST_F(Strategy, TheCalibrationCacheIsKeptPerSchedulingMode)
     load();
 }
 
-TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        n++;
+    return n;
+}
+
+TEST_F(Strategy, ABadCostOverrideIsNamedOnceAndIgnored)
 {
     setenv("OMPBATCH_COST", "h2d_pinned.staged.fixed=fast", 1);
     ob_config_reload();
@@ -1563,12 +1571,34 @@ TEST_F(Strategy, ABadCostOverrideIsNamedAndIgnored)
     const ob_cost_model *m = ob_cost_model_for(0);
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
-    EXPECT_NE(std::string::npos, err.find("ompbatch: ignoring OMPBATCH_COST: OMPBATCH_COST entry"))
-        << err;
+    EXPECT_EQ("ompbatch: ignoring OMPBATCH_COST: OMPBATCH_COST entry "
+              "\"h2d_pinned.staged.fixed=fast\": the value is not a number of microseconds\n",
+              err);
     ob_cost_model builtin;
     ob_cost_builtin(&builtin);
     EXPECT_EQ(0, std::memcmp(builtin.curve, m->curve, sizeof(builtin.curve)));
     EXPECT_STREQ("built-in (H200)", m->source);
+    // Said once per read of the environment: the next device's model and the host batches'
+    // model keep quiet, at any OMPBATCH_VERBOSE.
+    setenv("OMPBATCH_VERBOSE", "1", 1);
+    ob_config_reload();
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    (void)ob_cost_model_for(1);
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    (void)ob_cost_model_for(-1);
+    err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(1u, count_of(err, "OMPBATCH_COST entry")) << err;
+    testing::internal::CaptureStderr();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ob_cost_reset_for_testing();
+    (void)ob_cost_model_for(0);
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(0u, count_of(err, "OMPBATCH_COST")) << err;
+    unsetenv("OMPBATCH_VERBOSE");
+    unsetenv("OMPBATCH_COST");
+    ob_config_reload();
     ob_cost_reset_for_testing();
 }
 
@@ -1576,16 +1606,32 @@ TEST(CostModel, OverridesAreCheckedWhole)
 {
     ob_cost_model m;
     ob_cost_builtin(&m);
-    EXPECT_EQ(2, ob_cost_apply_overrides(&m, "d2d.staged.fixed=3.5,h2d_pinned.direct.4096=9"));
+    char why[256] = "";
+    EXPECT_EQ(2, ob_cost_apply_overrides(&m, "d2d.staged.fixed=3.5,h2d_pinned.direct.4096=9", why,
+                                         sizeof(why)));
     EXPECT_DOUBLE_EQ(3.5, m.curve[OB_LANE_D2D][OB_WAY_STAGED].fixed_us);
     EXPECT_DOUBLE_EQ(9.0, m.curve[OB_LANE_H2D_PINNED][OB_WAY_DIRECT].piece_us[2]);
-    const char *bad[] = {"d2d.staged.fixed", "x.staged.fixed=1", "d2d.sideways.fixed=1",
-                         "d2d.staged.1000=1", "d2d.staged.fixed=-1", "d2d.staged.fixed=abc"};
-    for (const char *text : bad) {
+    // Each bad entry is named alone, even followed by more entries, and nothing is applied.
+    struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        {"d2d.staged.fixed,d2d.direct.fixed=1",
+         "entry \"d2d.staged.fixed\" is not lane.way.key=microseconds"},
+        {"x.staged.fixed=1", "entry \"x.staged.fixed=1\": unknown lane"},
+        {"d2d.sideways.fixed=1", "entry \"d2d.sideways.fixed=1\": unknown way"},
+        {"d2d.staged.1000=1,d2d.direct.fixed=2",
+         "entry \"d2d.staged.1000=1\": key \"1000\" is neither fixed nor"},
+        {"d2d.staged.fixed=-1,d2d.direct.fixed=2",
+         "entry \"d2d.staged.fixed=-1\": the value is not a number of microseconds"},
+        {"d2d.direct.fixed=2,d2d.staged.fixed=abc",
+         "entry \"d2d.staged.fixed=abc\": the value is not"},
+    };
+    for (const auto &row : bad) {
         ob_cost_model before = m;
-        EXPECT_LT(ob_cost_apply_overrides(&m, text), 0) << text;
-        EXPECT_EQ(0, std::memcmp(&before, &m, sizeof(m))) << text;
-        EXPECT_NE(nullptr, std::strstr(ompbatch_last_error(), "OMPBATCH_COST")) << text;
+        EXPECT_EQ(-1, ob_cost_apply_overrides(&m, row.text, why, sizeof(why))) << row.text;
+        EXPECT_EQ(0, std::memcmp(&before, &m, sizeof(m))) << row.text;
+        EXPECT_NE(nullptr, std::strstr(why, row.why)) << row.text << ": " << why;
     }
     // Between measured sizes the cost is interpolated; past the largest it scales with size.
     const ob_cost_curve &c = m.curve[OB_LANE_D2H_PINNED][OB_WAY_DIRECT];
