@@ -28,6 +28,16 @@ int ob_fail(int status, const char *fmt, ...)
     return status;
 }
 
+int ob_fail_quiet(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(current.message, sizeof(current.message), fmt, ap);
+    va_end(ap);
+    current.copy = SIZE_MAX;
+    return status;
+}
+
 /* Puts prefix in front of the message (what no longer fits is cut from its end); returns the
  * length of the prefix as kept. */
 static size_t prepend(const char *prefix)

@@ -11,6 +11,10 @@
  * ...);`. The message is logged at verbose level 1, here and nowhere else. */
 int ob_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ob_fail for a refusal the caller routes around and says itself, at the level it chooses
+ * (staging refused: the pieces go direct): recorded, not logged. */
+int ob_fail_quiet(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The same for an error of one of the caller's copies: the message reads "copy <copy>: " and
  * the text, and the record keeps the index for callers that renumber it (ob_error_copy). */
 int ob_fail_copy(int status, size_t copy, const char *fmt, ...)

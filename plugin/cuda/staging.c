@@ -134,16 +134,18 @@ static const area_kind pinned_kind = {"pinned", &totals.host_bytes, alloc_pinned
 static const area_kind device_kind = {"device", &totals.device_bytes, alloc_device,
                                       release_device};
 
-/* Grows one area of an idle region (*ptr, *size) to `want` bytes; the lock is held. */
+/* Grows one area of an idle region (*ptr, *size) to `want` bytes; the lock is held. A
+ * refusal is said by ob_staging_acquire at OMPBATCH_VERBOSE=2 (the pieces go direct), a
+ * driver's failure where it fails. */
 static int grow(const area_kind *kind, uintptr_t *ptr, size_t *size, size_t want)
 {
     if (*size >= want)
         return OMPBATCH_OK;
     size_t grown = area_size(want);
     if (!fits(kind->total, grown))
-        return ob_fail(OMPBATCH_ERR_NO_MEMORY,
-                       "%zu bytes of %s staging would pass OMPBATCH_STAGING_MB (%zu MiB)", grown,
-                       kind->what, ob_config_get()->staging_bytes >> 20);
+        return ob_fail_quiet(OMPBATCH_ERR_NO_MEMORY,
+                             "%zu bytes of %s staging would pass OMPBATCH_STAGING_MB (%zu MiB)",
+                             grown, kind->what, ob_config_get()->staging_bytes >> 20);
     const ob_driver *driver = ob_driver_get();
     uintptr_t fresh = 0;
     int status = kind->alloc(driver, grown, &fresh);

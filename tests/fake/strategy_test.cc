@@ -697,10 +697,27 @@ TEST_F(Strategy, StagingIsReusedAndConcurrentBatchesGetTheirOwn)
 
 TEST_F(Strategy, ExhaustedStagingSendsThePiecesDirect)
 {
+    // The refusal is routed around, not an error: said once, at OMPBATCH_VERBOSE=2 only.
     setenv("OMPBATCH_STAGING_MB", "0", 1);
+    setenv("OMPBATCH_VERBOSE", "1", 1);
     ob_config_reload();
+    testing::internal::CaptureStderr();
     ompbatch_stats s = move(kLanes[D2H_PAGEABLE], random_sizes(30, 5000, 4),
                             OMPBATCH_STRATEGY_STAGED, 6);
+    std::string said = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(std::string::npos, said.find("staging")) << said;
+    setenv("OMPBATCH_VERBOSE", "2", 1);
+    ob_config_reload();
+    testing::internal::CaptureStderr();
+    s = move(kLanes[D2H_PAGEABLE], random_sizes(30, 5000, 4), OMPBATCH_STRATEGY_STAGED, 6);
+    said = testing::internal::GetCapturedStderr();
+    unsetenv("OMPBATCH_VERBOSE");
+    ob_config_reload();
+    EXPECT_NE(std::string::npos,
+              said.find("staging refused: 1048576 bytes of pinned staging would pass "
+                        "OMPBATCH_STAGING_MB (0 MiB)"))
+        << said;
+    EXPECT_EQ(std::string::npos, said.find("error:")) << said;
     EXPECT_EQ(30u, s.staging_refused);
     EXPECT_TRUE(s.paths & OMPBATCH_PATH_PER_COPY);
     EXPECT_EQ(0u, s.kernel_launches);
