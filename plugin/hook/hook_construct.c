@@ -588,12 +588,41 @@ static int model_end(ob_mirror_entry *entry, int64_t type)
     return last;
 }
 
+/* Whether a zero-size item of the end reaches the entry: libomptarget looks such an item up
+ * at its address, extended to its base, and it takes a reference of the entry it finds (the
+ * last one, perhaps, so that the item the hook would copy is not the last and the runtime
+ * copies nothing). The model cannot count it, so the entry's items go to the runtime. The
+ * bytes reached are taken inclusive of both ends, an entry's end included. */
+static int reached_by_zero_size(const ob_map_args *a, const ob_hook_item *items,
+                                const ob_mirror_entry *entry)
+{
+    for (int32_t i = 0; i < a->count; i++) {
+        if (items[i].why != OB_REASON_ZERO_SIZE)
+            continue;
+        uintptr_t at = (uintptr_t)a->begins[i], base = (uintptr_t)a->bases[i];
+        uintptr_t lo = at, hi = at;
+        if (a->types[i] & OB_MAP_PTR_AND_OBJ) {
+            if (base <= entry->end && base + sizeof(void *) >= entry->begin)
+                return 1; /* the pointer's own entry */
+        } else {
+            lo = base < at ? base : at;
+            hi = base > at ? base : at;
+        }
+        if (lo <= entry->end && hi >= entry->begin)
+            return 1;
+    }
+    return 0;
+}
+
 static size_t plan_end(const ob_construct *c, ob_hook_item *items, int64_t *types,
                        size_t *staging_bytes)
 {
     const ob_map_args *a = &c->args;
     size_t candidates = 0;
     *staging_bytes = 0;
+    int zero_size = 0;
+    for (int32_t i = 0; i < a->count; i++)
+        zero_size |= items[i].why == OB_REASON_ZERO_SIZE;
     for (int32_t i = a->count - 1; i >= 0; i--) { /* the runtime's order: reverse */
         ob_hook_item *it = &items[i];
         types[i] = it->type;
@@ -602,6 +631,10 @@ static size_t plan_end(const ob_construct *c, ob_hook_item *items, int64_t *type
         ob_mirror_entry *entry = entry_holding(c, it);
         if (entry == NULL)
             continue;
+        if (zero_size && reached_by_zero_size(a, items, entry)) {
+            it->why = OB_REASON_ZERO_SIZE_REACHES;
+            continue;
+        }
         it->was_mirrored = 1;
         int last = model_end(entry, it->type);
         if (last < 0) {

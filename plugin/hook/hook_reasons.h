@@ -19,6 +19,7 @@
     X(UNKNOWN, "not a mapping the hook saw created")                                            \
     X(PARTIAL, "partly mapped")                                                                 \
     X(OVERLAP, "overlaps another item")                                                         \
+    X(ZERO_SIZE_REACHES, "its mapping is reached by a zero-size item")                          \
     X(GLOBAL, "declare target global")                                                          \
     X(EXISTING, "already mapped")                                                               \
     X(STILL_MAPPED, "still mapped after the end")                                               \

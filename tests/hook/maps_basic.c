@@ -464,6 +464,45 @@ static void test_refcount(void)
     ht_buf_free(&a);
 }
 
+/* ---- zero-size items at an end -------------------------------------------------------------- */
+
+/* An exit whose zero-size item (through an alias the compiler cannot see through) lies in the
+ * entry of another item with `from`: the runtime looks the zero-size item up too and takes a
+ * reference of that entry, processing the items last to first, so which item takes the last
+ * reference, and whether anything is copied back, is the runtime's. The report says what the
+ * host holds afterwards and whether the array is still mapped, under every map type of the
+ * zero-size item and both orders. */
+static void test_zero_size_at_end(void)
+{
+    uint64_t r = ht_state(12);
+    for (int variant = 0; variant < 8; variant++) {
+        ht_buf a = ht_buf_new(ht_between(&r, 64, 3000), 140 + (uint64_t)variant);
+        unsigned char *p = a.p;
+        size_t n = a.n, at = variant % 2 == 0 ? 0 : ht_between(&r, 1, n - 1);
+        unsigned char *volatile hidden = p;
+        unsigned char *q = hidden;
+#pragma omp target enter data map(to : p[0:n])
+        ht_buf_scramble(&a, 0, n, 141 + (uint64_t)variant);
+        ht_buf_poison(&a, 142 + (uint64_t)variant);
+        if (variant / 2 == 0) {
+#pragma omp target exit data map(from : p[0:n]) map(release : q[at:0])
+        } else if (variant / 2 == 1) {
+#pragma omp target exit data map(from : p[0:n]) map(delete : q[at:0])
+        } else if (variant / 2 == 2) {
+#pragma omp target exit data map(from : p[0:n]) map(from : q[at:0])
+        } else {
+#pragma omp target exit data map(release : q[at:0]) map(from : p[0:n])
+        }
+        printf("  zero-size item at %s, variant %d: %s\n", at == 0 ? "the start" : "the middle",
+               variant, ht_is_mapped(p, n) ? "still mapped" : "unmapped");
+        if (ht_is_mapped(p, n)) {
+#pragma omp target exit data map(delete : p[0:n])
+        }
+        ht_report("zero-size at end", a.p, n);
+        ht_buf_free(&a);
+    }
+}
+
 /* ---- nested target data --------------------------------------------------------------------- */
 
 /* The inner region's kernel: c[j] = a[j % na] + 1, and a scrambled with tag. */
@@ -602,6 +641,7 @@ int main(int argc, char **argv)
     test_delete();
     test_release();
     test_refcount();
+    test_zero_size_at_end();
     test_nested();
     test_partial();
     return ob_check_finish("maps_basic");
