@@ -18,6 +18,7 @@
 #include "plugin/core/phase_time.h"
 #include "plugin/exec/backend_staged.h"
 #include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_items.h"
 #include "plugin/hook/hook_mapper.h"
 #include "plugin/hook/hook_mirror.h"
@@ -36,12 +37,12 @@ static void drop_touched(int device, const ob_map_args *a, int32_t i)
     uintptr_t end = begin + (a->sizes[i] > 0 ? (uintptr_t)a->sizes[i] : 1);
     uintptr_t base = (uintptr_t)a->bases[i];
     if (a->types[i] & OB_MAP_PTR_AND_OBJ)
-        ob_mirror_drop_range(device, base, base + sizeof(void *));
+        ob_foreign_forget_range(device, base, base + sizeof(void *));
     else if (base < begin)
         begin = base;
     else if (base >= end)
         end = base + 1;
-    ob_mirror_drop_range(device, begin, end);
+    ob_foreign_forget_range(device, begin, end);
 }
 
 /* The begin attached the pointers of its pointer-based items (bases[i]): an entry holding one
@@ -54,7 +55,7 @@ static void drop_attached(int device, const ob_map_args *a, const ob_hook_item *
             items[i].why == OB_REASON_MAPPER)
             continue;
         uintptr_t p = (uintptr_t)a->bases[i];
-        ob_mirror_drop_range(device, p, p + sizeof(void *));
+        ob_foreign_forget_range(device, p, p + sizeof(void *));
     }
 }
 
@@ -122,7 +123,7 @@ static int prepare(const ob_construct *c, ob_hook_scratch *s, int mappers_whole)
             ob_mapper_record_start(learn ? c->device : -1);
         forward_whole(c);
         if (mapper && ob_mapper_record_finish(c->device, 1) != 0)
-            ob_mirror_drop_device(c->device);
+            ob_foreign_forget_device(c->device);
         forget_items(c);
         if (learn)
             ob_mapper_learn_created(c->device, a);
@@ -425,7 +426,7 @@ static void learn_struct_items(const ob_construct *c, const ob_hook_item *items)
                 continue;
             ob_mirror_entry entry = {.begin = it->begin, .end = it->end,
                                      .device = (uintptr_t)device, .dyn = !hold, .hold = hold};
-            ob_mirror_insert(c->device, &entry);
+            ob_foreign_learn_entry(c->device, &entry);
         }
     }
 }
@@ -531,7 +532,7 @@ void ob_hook_begin(const ob_construct *c)
             entry.hold = 1;
         else
             entry.dyn = 1;
-        ob_mirror_insert(c->device, &entry);
+        ob_foreign_learn_entry(c->device, &entry);
         if (it->why != OB_REASON_NONE)
             continue;
         if (!ob_hook_device_usable(c->device, (uintptr_t)device)) {
@@ -562,7 +563,7 @@ void ob_hook_begin(const ob_construct *c)
             why == OB_REASON_OVERLAP)
             drop_touched(c->device, a, i);
         else if (why == OB_REASON_PRESENT || why == OB_REASON_GLOBAL)
-            ob_mirror_drop_range(c->device, items[i].begin, items[i].end);
+            ob_foreign_forget_range(c->device, items[i].begin, items[i].end);
     }
     ob_hook_report_construct(c, items, a->count, &ob_hook_count.enter_batched,
                              ob_hook_batched_items(items, a->count));
@@ -639,7 +640,7 @@ static size_t plan_end(const ob_construct *c, ob_hook_item *items, int64_t *type
         int last = model_end(entry, it->type);
         if (last < 0) {
             it->why = OB_REASON_UNKNOWN;
-            ob_mirror_drop_range(c->device, entry->begin, entry->end);
+            ob_foreign_forget_range(c->device, entry->begin, entry->end);
             continue;
         }
         if (!(it->type & OB_MAP_FROM) || !(last || (it->type & OB_MAP_ALWAYS))) {
@@ -773,7 +774,14 @@ int ob_hook_kernel_maps(int device, const ob_kernel_args *k)
         if (!(a.types[i] & OB_MAP_PTR_AND_OBJ))
             continue;
         uintptr_t p = (uintptr_t)a.bases[i];
-        ob_mirror_drop_range(device, p, p + sizeof(void *));
+        ob_foreign_forget_range(device, p, p + sizeof(void *));
+    }
+    /* A nowait region's entries live on after the call returns, for as long as it runs. */
+    if (k->flags & OB_KERNEL_NOWAIT) {
+        ob_foreign_note_async();
+        for (int32_t i = 0; i < a.count; i++)
+            if (!(a.types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL)))
+                drop_touched(device, &a, i);
     }
     ob_mirror_kernel_unlock();
     return ob_hook_any_mapper(&a);
@@ -783,6 +791,6 @@ void ob_hook_kernel_mappers_done(int device)
 {
     ob_mirror_kernel_lock();
     if (ob_mapper_record_finish(device, 0) != 0)
-        ob_mirror_drop_device(device);
+        ob_foreign_forget_device(device);
     ob_mirror_kernel_unlock();
 }

@@ -6,6 +6,7 @@
 
 #include "plugin/core/alloc.h"
 #include "plugin/core/log.h"
+#include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_runtime.h"
 #include "plugin/hook/omp_abi.h"
@@ -71,7 +72,7 @@ int ob_mapper_record_finish(int device, int all)
     for (size_t i = 0; i < record.count; i++) {
         const component *c = &record.items[i];
         if (c->type & OB_MAP_PTR_AND_OBJ)
-            ob_mirror_drop_range(device, c->base, c->base + sizeof(void *));
+            ob_foreign_forget_range(device, c->base, c->base + sizeof(void *));
         if (!all)
             continue;
         uintptr_t begin = c->begin, end = begin + (c->size > 0 ? (uintptr_t)c->size : 1);
@@ -79,7 +80,7 @@ int ob_mapper_record_finish(int device, int all)
             begin = c->base;
         else if (!(c->type & OB_MAP_PTR_AND_OBJ) && c->base >= end)
             end = c->base + 1;
-        ob_mirror_drop_range(device, begin, end);
+        ob_foreign_forget_range(device, begin, end);
     }
     return 0;
 }
@@ -143,7 +144,7 @@ void ob_mapper_learn_created(int device, const ob_map_args *args)
         int hold = (c->type & OB_MAP_OMPX_HOLD) != 0;
         ob_mirror_entry entry = {.begin = begin, .end = end, .device = (uintptr_t)first,
                                  .dyn = !hold, .hold = hold};
-        if (ob_mirror_insert(device, &entry) == 0)
+        if (ob_foreign_learn_entry(device, &entry) == 0)
             ob_log(2, "hook: learnt %#lx+%" PRId64 " from a mapper's component %zu",
                    (unsigned long)begin, c->size, i);
     }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "plugin/core/workers.h"
+#include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_runtime.h"
 
@@ -65,6 +66,10 @@ static region_item classify_by_runtime(int device, const ob_kernel_args *k, uint
         return REGION_ITEM_UNSAFE;
     if (ob_hook_runtime_has((void *)begin, device) ||
         ob_hook_runtime_has((void *)(end - 1), device))
+        return REGION_ITEM_UNSAFE;
+    /* Nothing at either end, but an entry the hook did not see made may lie inside: the split's
+     * begin half would fail as a data construct, not as the region. */
+    if (ob_foreign_overlaps(device, begin, end))
         return REGION_ITEM_UNSAFE;
     int to = (t & OB_MAP_TO) != 0, from = (t & OB_MAP_FROM) != 0;
     return to && from ? REGION_ITEM_NEW_TOFROM
@@ -216,4 +221,30 @@ int ob_hook_region_direct_args(int device, const ob_kernel_args *k, int copies_d
     }
     ob_mirror_kernel_unlock();
     return !refused && direct > 0;
+}
+
+void ob_hook_region_learn(int device, const ob_kernel_args *k)
+{
+    if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_ptrs == NULL ||
+        k->arg_sizes == NULL || k->arg_types == NULL || ob_foreign_async_seen())
+        return;
+    ob_mirror_kernel_lock();
+    for (uint32_t i = 0; i < k->num_args; i++) {
+        int64_t t = k->arg_types[i];
+        /* Kernel parameters only: clang 19 ends a region's list with an item of type 0 (the
+         * kernel's implicit argument) whose pointer and size it leaves unset. Learning is
+         * only a chance taken, so nothing else is looked at. */
+        if (!(t & OB_MAP_TARGET_PARAM) || (t & (OB_MAP_PRIVATE | OB_MAP_LITERAL)) ||
+            k->arg_sizes[i] <= 0)
+            continue;
+        uintptr_t begin = (uintptr_t)k->arg_ptrs[i];
+        uintptr_t end = begin + (uintptr_t)k->arg_sizes[i];
+        if (end <= begin || !ob_foreign_overlaps(device, begin, end) ||
+            ob_mirror_find(device, begin, end, NULL) != OB_MIRROR_ABSENT)
+            continue;
+        if (!ob_hook_runtime_has((void *)begin, device) &&
+            !ob_hook_runtime_has((void *)(end - 1), device))
+            ob_foreign_clear(device, begin, end);
+    }
+    ob_mirror_kernel_unlock();
 }

@@ -33,4 +33,11 @@ void ob_hook_region_kernel_types(const ob_kernel_args *args, int64_t *types);
 int ob_hook_region_direct_args(int device, const ob_kernel_args *args, int copies_done,
                                void **bases, int64_t *types);
 
+/* After a blocking region the hook forwarded and the runtime ran (it succeeded): an item that
+ * meets a foreign range (hook_foreign.h), is not in the mirror, and has nothing of the
+ * runtime's at either end now was mapped afresh and unmapped by the region, which the runtime
+ * refuses if an entry lay inside it; its range stops being foreign. Skipped once a nowait
+ * region was forwarded. Callers hold the construct lock, shared at least. */
+void ob_hook_region_learn(int device, const ob_kernel_args *args);
+
 #endif

@@ -28,6 +28,7 @@
 #include "plugin/core/log.h"
 #include "plugin/core/workers.h"
 #include "plugin/hook/hook_construct.h"
+#include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_forward.h"
 #include "plugin/hook/hook_mapper.h"
@@ -421,6 +422,8 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     ob_phase_end(OB_PHASE_KERNEL, started);
     if (mappers)
         ob_hook_kernel_mappers_done(device);
+    if (result == 0 && !mappers)
+        ob_hook_region_learn(device, args);
     pthread_rwlock_unlock(&construct_lock);
     ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
     return result;
@@ -485,9 +488,10 @@ OB_HOOK_EXPORT int omp_target_associate_ptr(const void *host_ptr, const void *de
     int result = rt->associate_ptr(host_ptr, device_ptr, size, device_offset, device_num);
     ob_hook_runtime_leave();
     /* The new entry is never batched (its count is infinite); nothing the mirror holds may
-     * overlap it any more. */
+     * overlap it any more, and a region's item around it is not new. */
     if (locked) {
-        ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + size + 1);
+        ob_foreign_forget_range(device_num, (uintptr_t)host_ptr,
+                                (uintptr_t)host_ptr + size + 1);
         pthread_rwlock_unlock(&construct_lock);
     }
     return result;
@@ -504,7 +508,11 @@ OB_HOOK_EXPORT int omp_target_disassociate_ptr(const void *host_ptr, int device_
     int result = rt->disassociate_ptr(host_ptr, device_num);
     ob_hook_runtime_leave();
     if (locked) {
-        ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + 1);
+        /* Refused, the association stays: the runtime's, not the mirror's. */
+        if (result != 0)
+            ob_foreign_forget_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + 1);
+        else
+            ob_mirror_drop_range(device_num, (uintptr_t)host_ptr, (uintptr_t)host_ptr + 1);
         ob_hook_copy_forget_memory();
         pthread_rwlock_unlock(&construct_lock);
     }
@@ -524,7 +532,7 @@ int ompbatch_hook_set_enabled(int want)
     /* While off, the hook saw nothing: what it knew of the runtime's tables is stale. */
     if (want && !previous)
         for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
-            ob_mirror_drop_device(d);
+            ob_foreign_forget_device(d);
     pthread_rwlock_unlock(&construct_lock);
     return previous;
 }

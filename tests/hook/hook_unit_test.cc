@@ -20,6 +20,7 @@ extern "C" {
 #include "plugin/core/config.h"
 #include "plugin/cuda/driver.h"
 #include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_mirror.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 }
@@ -188,6 +189,73 @@ TEST(Globals, OverlapTestsCoverMergedRanges)
     EXPECT_TRUE(ob_globals_overlap(base + 305, base + 306));
     EXPECT_FALSE(ob_globals_overlap(base + 50, base + 100));
     EXPECT_FALSE(ob_globals_overlap(base + 310, base + 400));
+}
+
+// ---- foreign ranges ------------------------------------------------------------------------
+
+// The ranges where the runtime may hold entries the mirror does not, over random adds, clears
+// and whole-device adds, answer every overlap question as a byte map of the same steps does;
+// learning an entry clears its range, forgetting one makes it foreign again.
+TEST(Foreign, RangesMatchAByteModel)
+{
+    const int device = 5;
+    const uintptr_t kBytes = 4096;
+    TestRng rng(test_seed() + 73);
+    ob_foreign_reset(device);
+    std::vector<char> model(kBytes, 0);
+    bool all = false;    // the whole device: every byte, also past the model's
+    bool beyond = false; // bytes past the model's are foreign (since a whole-device add)
+    for (int step = 0; step < 20000; step++) {
+        unsigned what = rng() % 16;
+        uintptr_t b = rng() % kBytes, e = b + 1 + rng() % 200;
+        if (e > kBytes)
+            e = kBytes;
+        if (what < 6) {
+            ob_foreign_add(device, b, e);
+            std::fill(model.begin() + b, model.begin() + e, 1);
+        } else if (what < 12) {
+            ob_foreign_clear(device, b, e);
+            if (all) { // everything but the cleared range, beyond the model too
+                std::fill(model.begin(), model.end(), 1);
+                all = false;
+            }
+            std::fill(model.begin() + b, model.begin() + e, 0);
+        } else if (what == 12 && rng() % 50 == 0) {
+            ob_foreign_add_device(device);
+            all = beyond = true;
+        } else {
+            for (int k = 0; k < 8; k++) {
+                uintptr_t qb = rng() % kBytes, qe = qb + 1 + rng() % 100;
+                if (qe > kBytes)
+                    qe = kBytes;
+                bool want = all || std::any_of(model.begin() + qb, model.begin() + qe,
+                                               [](char c) { return c != 0; });
+                ASSERT_EQ(want, ob_foreign_overlaps(device, qb, qe) != 0)
+                    << "step " << step << " [" << qb << ", " << qe << ")";
+            }
+        }
+        // Past the model's bytes only a whole-device add reaches, and clears below keep it.
+        ASSERT_EQ(beyond, ob_foreign_overlaps(device, kBytes + 100, kBytes + 200) != 0)
+            << "step " << step;
+    }
+    ob_foreign_reset(device);
+    // Learning and forgetting through the mirror.
+    ob_foreign_add_device(device);
+    ob_mirror_entry e = entry(1000, 2000);
+    ASSERT_EQ(0, ob_foreign_learn_entry(device, &e));
+    EXPECT_FALSE(ob_foreign_overlaps(device, 1000, 2000));
+    EXPECT_TRUE(ob_foreign_overlaps(device, 999, 1001));
+    EXPECT_TRUE(ob_foreign_overlaps(device, 1999, 2001));
+    EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(device, 1000, 2000, nullptr));
+    ob_foreign_forget_range(device, 1500, 1600);
+    EXPECT_EQ(OB_MIRROR_ABSENT, ob_mirror_find(device, 1000, 2000, nullptr));
+    EXPECT_TRUE(ob_foreign_overlaps(device, 1550, 1551));
+    EXPECT_FALSE(ob_foreign_overlaps(device, 1000, 1500));
+    ob_foreign_forget_device(device);
+    EXPECT_TRUE(ob_foreign_overlaps(device, 1000, 1500));
+    EXPECT_TRUE(ob_foreign_overlaps(device, UINTPTR_MAX - 2, UINTPTR_MAX - 1));
+    ob_foreign_reset(device);
+    ob_mirror_drop_device(device);
 }
 
 // ---- copies through the fake driver ---------------------------------------------------------

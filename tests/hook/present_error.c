@@ -14,6 +14,11 @@
  *   extension       target enter data map(to: b[0:n]) while b[8:n] is associated with device
  *                   memory (an entry of the runtime's the hook did not see made): not a
  *                   `present` error but its sibling, libomptarget's fatal "explicit extension"
+ *   region_extension the same extension by a target region with map(tofrom: b[0:n]), which the
+ *                   hook would split if it took b for new: nothing is mapped at b's ends
+ *   region_unseen   a target region with map(tofrom: b[0:n]) around b[8:16], which an enter
+ *                   data construct the hook forwarded (two items, the second through an alias
+ *                   of b, overlapping) mapped
  * Prints "present_error: reached the <mode> construct" before it, and if the program survives
  * it, "present_error: no error" and the usual count, exiting 1.
  */
@@ -61,6 +66,24 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
             exit(1);
         }
 #pragma omp target enter data map(to : q[0:nb])
+    } else if (strcmp(mode, "region_extension") == 0 || strcmp(mode, "region_unseen") == 0) {
+        int dev = omp_get_default_device();
+        if (strcmp(mode, "region_extension") == 0) {
+            void *d = omp_target_alloc(nb - 16, dev);
+            if (d == NULL || omp_target_associate_ptr(q + 8, d, nb - 16, 0, dev) != 0) {
+                printf("present_error: could not associate b[8:%zu]\n", nb - 16);
+                exit(1);
+            }
+        } else {
+            unsigned char *volatile hidden = q;
+            unsigned char *alias = hidden;
+#pragma omp target enter data map(to : q[8:8]) map(to : alias[8:8])
+        }
+        OB_CHECK(!omp_target_is_present(q, dev) && !omp_target_is_present(q + nb - 1, dev),
+                 "b's ends are mapped");
+#pragma omp target map(tofrom : q[0:nb])
+        for (size_t j = 0; j < nb; j++)
+            q[j] ^= 1;
     } else if (strcmp(mode, "region") == 0) {
         unsigned char *c = a->host, *d = a->dev; /* fresh, unmapped buffers of n bytes */
 #pragma omp target map(present, to : q[0:nb]) map(to : c[0:n], d[0:n]) map(from : p[0:n])
@@ -73,13 +96,16 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 
 int main(int argc, char **argv)
 {
-    const char *modes[] = {"update", "update_partial", "enter", "exit", "region", "extension"};
+    const char *modes[] = {"update", "update_partial", "enter",           "exit",
+                           "region", "extension",      "region_extension", "region_unseen"};
     const char *mode = argc > 2 ? argv[2] : "";
     int known = 0;
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
         known |= strcmp(mode, modes[k]) == 0;
     if (!known) {
-        fprintf(stderr, "usage: %s <seed> update|update_partial|enter|exit|region|extension\n",
+        fprintf(stderr,
+                "usage: %s <seed> update|update_partial|enter|exit|region|extension|"
+                "region_extension|region_unseen\n",
                 argv[0]);
         return 2;
     }
