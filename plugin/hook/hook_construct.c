@@ -754,6 +754,13 @@ void ob_hook_end(const ob_construct *c)
     ob_hook_scratch_free(&s);
 }
 
+void ob_hook_forget_touched(int device, const ob_map_args *a)
+{
+    for (int32_t i = 0; i < a->count; i++)
+        if (!(a->types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL)))
+            drop_touched(device, a, i);
+}
+
 /* ---- target regions ---------------------------------------------------------------------- */
 
 int ob_hook_kernel_maps(int device, const ob_kernel_args *k)

@@ -16,6 +16,11 @@ void ob_hook_end(const ob_construct *c);
  * their components while it forwards the region (hook_mapper.h) and calls
  * ob_hook_kernel_mappers_done after. */
 int ob_hook_kernel_maps(int device, const ob_kernel_args *args);
+
+/* What a begin forwarded while the hook was switched off may have mapped or changed: the
+ * items' ranges leave the mirror and become foreign (hook_foreign.h). The construct lock is
+ * held exclusively. */
+void ob_hook_forget_touched(int device, const ob_map_args *args);
 void ob_hook_kernel_mappers_done(int device);
 
 #endif

@@ -182,3 +182,14 @@ int ob_foreign_async_seen(void)
 {
     return atomic_load_explicit(&async_seen, memory_order_relaxed);
 }
+
+static void forget_entry(void *context, const ob_mirror_entry *entry)
+{
+    ob_foreign_add(*(const int *)context, entry->begin, entry->end);
+}
+
+void ob_foreign_forget_mirror(int device)
+{
+    ob_mirror_each(device, forget_entry, &device);
+    ob_mirror_drop_device(device);
+}

@@ -1,6 +1,7 @@
 /* Where libomptarget may hold entries the mirror does not know: the ranges of items the hook
  * forwarded to a begin or a mapper, of associations, of entries dropped from the mirror while
- * the runtime kept them, and everything after the hook was off. A target region's item the
+ * the runtime kept them, of nowait regions, and when the hook is switched back on, the
+ * mirror's entries and the items of the begins it forwarded while off. A target region's item the
  * mirror does not hold is only taken for absent when the runtime has nothing at its ends and
  * no foreign range meets it: an entry strictly inside the item, which the one-byte public
  * look-ups cannot see, would make a split region fail in its begin half with the data
@@ -39,6 +40,8 @@ int ob_foreign_overlaps(int device, uintptr_t begin, uintptr_t end);
 void ob_foreign_forget_range(int device, uintptr_t begin, uintptr_t end);
 void ob_foreign_forget_device(int device);
 int ob_foreign_learn_entry(int device, const ob_mirror_entry *entry);
+/* Drops every entry of the device, each range made foreign (the runtime may still hold it). */
+void ob_foreign_forget_mirror(int device);
 
 /* A nowait region was forwarded: its entries outlive the call for as long as it runs, so from
  * now on no range stops being foreign after a region (ob_foreign_async_seen). */

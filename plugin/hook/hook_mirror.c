@@ -190,6 +190,15 @@ void ob_mirror_drop_device(int device)
         table->count = table->dead = 0;
 }
 
+void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),
+                    void *context)
+{
+    range_table *table = table_of(device);
+    for (size_t i = 0; table != NULL && i < table->count; i++)
+        if (!is_dead(&table->entries[i]))
+            fn(context, &table->entries[i]);
+}
+
 size_t ob_mirror_count(int device)
 {
     range_table *table = table_of(device);

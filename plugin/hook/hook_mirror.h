@@ -44,6 +44,10 @@ void ob_mirror_drop_range(int device, uintptr_t begin, uintptr_t end);
 /* Drops every entry of device. */
 void ob_mirror_drop_device(int device);
 
+/* Calls fn with each live entry of device, in order. */
+void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),
+                    void *context);
+
 /* Entries of device, for tests and the verbose log. */
 size_t ob_mirror_count(int device);
 

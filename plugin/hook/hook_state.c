@@ -17,6 +17,11 @@ static int get(ob_hook_flag flag)
     return atomic_load_explicit(&flags[flag], memory_order_relaxed);
 }
 
+int ob_hook_switched_off(void)
+{
+    return !get(OB_HOOK_ENABLED) && get(OB_HOOK_RUNTIME_KNOWN) && !get(OB_HOOK_UNIFIED_MEMORY);
+}
+
 int ob_hook_active(void)
 {
     return get(OB_HOOK_ENABLED) && get(OB_HOOK_RUNTIME_KNOWN) && !get(OB_HOOK_UNIFIED_MEMORY);

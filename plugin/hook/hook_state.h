@@ -18,6 +18,11 @@ int ob_hook_state_set(ob_hook_flag flag, int value);
 /* Whether the hook batches: enabled, over a runtime it knows, without unified memory. */
 int ob_hook_active(void);
 
+/* Whether the hook is switched off (ompbatch_hook_set_enabled(0)) over a runtime it knows: it
+ * forwards everything, but remembers where begins may have mapped memory, for when it is
+ * switched on again (hook_foreign.h). */
+int ob_hook_switched_off(void);
+
 /* The public struct's state fields (ompbatch_hook_state, the runtime's LLVM major version). */
 void ob_hook_state(int *state, int *runtime_major);
 

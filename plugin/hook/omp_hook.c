@@ -159,6 +159,18 @@ static int arrays_usable(const ob_map_args *a)
            (a->bases != NULL && a->begins != NULL && a->sizes != NULL && a->types != NULL);
 }
 
+/* A begin the hook forwarded while switched off: what its items may have mapped becomes
+ * foreign, so that a region split after the hook is on again cannot enclose it unseen. */
+static void remember_while_off(const ob_hook_runtime *rt, ob_construct *c)
+{
+    int device = resolve_device(rt, c->device_id);
+    if (device < 0)
+        return;
+    pthread_rwlock_wrlock(&construct_lock);
+    ob_hook_forget_touched(device, &c->args);
+    pthread_rwlock_unlock(&construct_lock);
+}
+
 static void data_construct(construct_kind kind, int nowait, ob_construct *c)
 {
     const ob_hook_runtime *rt = hook_setup();
@@ -179,6 +191,9 @@ static void data_construct(construct_kind kind, int nowait, ob_construct *c)
         c->device = resolve_device(rt, c->device_id);
     if (c->device < 0) {
         ob_hook_call_runtime(c, &c->args, 1);
+        if (kind == KIND_BEGIN && !ob_hook_in_runtime() && ob_hook_switched_off() &&
+            arrays_usable(&c->args))
+            remember_while_off(rt, c);
         return;
     }
     uint64_t started = ob_phase_start();
@@ -384,6 +399,14 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
         }
     }
     if (device < 0 || args == NULL) {
+        /* Switched off, a nowait region's entries outlive the call (hook_foreign.h). */
+        if (args != NULL && (args->flags & OB_KERNEL_NOWAIT) && !ob_hook_in_runtime() &&
+            ob_hook_switched_off() && args->version <= rt->version->kernel_args_max &&
+            (device = resolve_device(rt, device_id)) >= 0) {
+            pthread_rwlock_rdlock(&construct_lock);
+            (void)ob_hook_kernel_maps(device, args);
+            pthread_rwlock_unlock(&construct_lock);
+        }
         ob_hook_runtime_enter();
         int result = rt->kernel(loc, device_id, num_teams, thread_limit, host_ptr, args);
         ob_hook_runtime_leave();
@@ -532,7 +555,7 @@ int ompbatch_hook_set_enabled(int want)
     /* While off, the hook saw nothing: what it knew of the runtime's tables is stale. */
     if (want && !previous)
         for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)
-            ob_foreign_forget_device(d);
+            ob_foreign_forget_mirror(d);
     pthread_rwlock_unlock(&construct_lock);
     return previous;
 }

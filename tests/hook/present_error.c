@@ -19,9 +19,14 @@
  *   region_unseen   a target region with map(tofrom: b[0:n]) around b[8:16], which an enter
  *                   data construct the hook forwarded (two items, the second through an alias
  *                   of b, overlapping) mapped
+ *   region_while_off the same region around b[8:16], which an enter data construct mapped
+ *                   while the hook was switched off (ompbatch_hook_set_enabled, when the
+ *                   process has the hook)
  * Prints "present_error: reached the <mode> construct" before it, and if the program survives
  * it, "present_error: no error" and the usual count, exiting 1.
  */
+#include <dlfcn.h>
+
 #include "hook_test.h"
 
 /* Ordinary work first, so the hook is active and has batched before the error: enter, update
@@ -66,9 +71,19 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
             exit(1);
         }
 #pragma omp target enter data map(to : q[0:nb])
-    } else if (strcmp(mode, "region_extension") == 0 || strcmp(mode, "region_unseen") == 0) {
+    } else if (strcmp(mode, "region_extension") == 0 || strcmp(mode, "region_unseen") == 0 ||
+               strcmp(mode, "region_while_off") == 0) {
         int dev = omp_get_default_device();
-        if (strcmp(mode, "region_extension") == 0) {
+        if (strcmp(mode, "region_while_off") == 0) {
+            int (*set_enabled)(int) = NULL;
+            void *sym = dlsym(RTLD_DEFAULT, "ompbatch_hook_set_enabled");
+            memcpy(&set_enabled, &sym, sizeof(sym));
+            if (set_enabled != NULL)
+                set_enabled(0);
+#pragma omp target enter data map(to : q[8:8])
+            if (set_enabled != NULL)
+                set_enabled(1);
+        } else if (strcmp(mode, "region_extension") == 0) {
             void *d = omp_target_alloc(nb - 16, dev);
             if (d == NULL || omp_target_associate_ptr(q + 8, d, nb - 16, 0, dev) != 0) {
                 printf("present_error: could not associate b[8:%zu]\n", nb - 16);
@@ -96,8 +111,9 @@ static void trigger(const char *mode, ht_buf *a, ht_buf *b)
 
 int main(int argc, char **argv)
 {
-    const char *modes[] = {"update", "update_partial", "enter",           "exit",
-                           "region", "extension",      "region_extension", "region_unseen"};
+    const char *modes[] = {"update",        "update_partial",   "enter",
+                           "exit",          "region",           "extension",
+                           "region_extension", "region_unseen", "region_while_off"};
     const char *mode = argc > 2 ? argv[2] : "";
     int known = 0;
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
@@ -105,7 +121,7 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr,
                 "usage: %s <seed> update|update_partial|enter|exit|region|extension|"
-                "region_extension|region_unseen\n",
+                "region_extension|region_unseen|region_while_off\n",
                 argv[0]);
         return 2;
     }
