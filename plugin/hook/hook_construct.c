@@ -28,14 +28,40 @@
 #include "plugin/hook/noncontig.h"
 #include "ompbatch.h"
 
+/* The entries a zero-size item at ptr may reach: libomptarget looks such an item up in the
+ * entry at or before it, taken as extended back to that entry's base pointer, else in the
+ * first entry after it, extended back to its base, which the mirror does not know. So the
+ * mirrored entries on either side of ptr, however far; 1 when one is `entry`. */
+static int zero_size_reaches(int device, uintptr_t ptr, const ob_mirror_entry *entry)
+{
+    ob_mirror_entry *below = NULL, *above = NULL;
+    ob_mirror_neighbours(device, ptr, &below, &above);
+    return entry != NULL && (entry == below || entry == above);
+}
+
+static void forget_zero_size_reach(int device, uintptr_t ptr)
+{
+    ob_mirror_entry *below = NULL, *above = NULL;
+    ob_mirror_neighbours(device, ptr, &below, &above);
+    uintptr_t above_begin = above != NULL ? above->begin : 0;
+    uintptr_t above_end = above != NULL ? above->end : 0;
+    if (below != NULL)
+        ob_foreign_forget_range(device, below->begin, below->end); /* invalidates above */
+    if (above_end > above_begin)
+        ob_foreign_forget_range(device, above_begin, above_end);
+}
+
 /* Ranges whose entries an item may change in ways the mirror does not follow: the item's
  * own, the pointer of an attachment, and for zero-size items the stretch back to the base
- * (libomptarget looks those up extended to their base pointer). */
+ * (libomptarget looks those up extended to their base pointer) and the entries on either
+ * side (zero_size_reaches). */
 static void drop_touched(int device, const ob_map_args *a, int32_t i)
 {
     uintptr_t begin = (uintptr_t)a->begins[i];
     uintptr_t end = begin + (a->sizes[i] > 0 ? (uintptr_t)a->sizes[i] : 1);
     uintptr_t base = (uintptr_t)a->bases[i];
+    if (a->sizes[i] <= 0)
+        forget_zero_size_reach(device, begin);
     if (a->types[i] & OB_MAP_PTR_AND_OBJ)
         ob_foreign_forget_range(device, base, base + sizeof(void *));
     else if (base < begin)
@@ -589,28 +615,27 @@ static int model_end(ob_mirror_entry *entry, int64_t type)
     return last;
 }
 
-/* Whether a zero-size item of the end reaches the entry: libomptarget looks such an item up
- * at its address, extended to its base, and it takes a reference of the entry it finds (the
- * last one, perhaps, so that the item the hook would copy is not the last and the runtime
- * copies nothing). The model cannot count it, so the entry's items go to the runtime. The
- * bytes reached are taken inclusive of both ends, an entry's end included. */
-static int reached_by_zero_size(const ob_map_args *a, const ob_hook_item *items,
+/* Whether a zero-size item of the end reaches the entry (zero_size_reaches): it takes a
+ * reference of the entry it finds (the last one, perhaps, so that the item the hook would copy
+ * is not the last and the runtime copies nothing). The model cannot count it, so the entry's
+ * items go to the runtime. */
+static int reached_by_zero_size(const ob_construct *c, const ob_hook_item *items,
                                 const ob_mirror_entry *entry)
 {
+    const ob_map_args *a = &c->args;
     for (int32_t i = 0; i < a->count; i++) {
         if (items[i].why != OB_REASON_ZERO_SIZE)
             continue;
         uintptr_t at = (uintptr_t)a->begins[i], base = (uintptr_t)a->bases[i];
-        uintptr_t lo = at, hi = at;
-        if (a->types[i] & OB_MAP_PTR_AND_OBJ) {
-            if (base <= entry->end && base + sizeof(void *) >= entry->begin)
-                return 1; /* the pointer's own entry */
-        } else {
-            lo = base < at ? base : at;
-            hi = base > at ? base : at;
-        }
-        if (lo <= entry->end && hi >= entry->begin)
+        if (zero_size_reaches(c->device, at, entry) ||
+            ((a->types[i] & OB_MAP_PTR_AND_OBJ) && entry->begin < base + sizeof(void *) &&
+             base < entry->end))
             return 1;
+        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ)) {
+            uintptr_t lo = base < at ? base : at, hi = base > at ? base : at;
+            if (lo < entry->end && hi >= entry->begin)
+                return 1;
+        }
     }
     return 0;
 }
@@ -632,7 +657,7 @@ static size_t plan_end(const ob_construct *c, ob_hook_item *items, int64_t *type
         ob_mirror_entry *entry = entry_holding(c, it);
         if (entry == NULL)
             continue;
-        if (zero_size && reached_by_zero_size(a, items, entry)) {
+        if (zero_size && reached_by_zero_size(c, items, entry)) {
             it->why = OB_REASON_ZERO_SIZE_REACHES;
             continue;
         }

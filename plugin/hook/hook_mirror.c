@@ -190,6 +190,32 @@ void ob_mirror_drop_device(int device)
         table->count = table->dead = 0;
 }
 
+void ob_mirror_neighbours(int device, uintptr_t ptr, ob_mirror_entry **below,
+                          ob_mirror_entry **above)
+{
+    *below = *above = NULL;
+    range_table *table = table_of(device);
+    if (table == NULL)
+        return;
+    size_t at = first_ending_after(table, ptr), next = at;
+    while (next < table->count && is_dead(&table->entries[next]))
+        next++;
+    if (next < table->count && table->entries[next].begin <= ptr) {
+        *below = &table->entries[next]; /* it holds ptr */
+        for (next++; next < table->count && is_dead(&table->entries[next]); next++)
+            ;
+    } else {
+        for (size_t back = at; back > 0; back--) {
+            if (!is_dead(&table->entries[back - 1])) {
+                *below = &table->entries[back - 1];
+                break;
+            }
+        }
+    }
+    if (next < table->count)
+        *above = &table->entries[next];
+}
+
 void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),
                     void *context)
 {

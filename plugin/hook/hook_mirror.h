@@ -44,6 +44,12 @@ void ob_mirror_drop_range(int device, uintptr_t begin, uintptr_t end);
 /* Drops every entry of device. */
 void ob_mirror_drop_device(int device);
 
+/* The entries around ptr: *below the last whose begin is at or before ptr (it may hold ptr),
+ * *above the first that begins after it; NULL where there is none. Valid until the next
+ * change to the mirror. */
+void ob_mirror_neighbours(int device, uintptr_t ptr, ob_mirror_entry **below,
+                          ob_mirror_entry **above);
+
 /* Calls fn with each live entry of device, in order. */
 void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),
                     void *context);

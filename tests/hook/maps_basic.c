@@ -503,6 +503,47 @@ static void test_zero_size_at_end(void)
     }
 }
 
+/* A zero-size item near an entry, not inside it: libomptarget looks it up in the entry before
+ * it or the one after it, each taken as extended back to its base pointer, so it may take or
+ * give a reference of an entry it does not touch. Before the entry, past its end, at a begin
+ * and at an end; then an `always, from` exit of the entry, whose copy and whose unmapping are
+ * the runtime's to decide. */
+static void test_zero_size_near_entry(void)
+{
+    uint64_t r = ht_state(13);
+    for (int variant = 0; variant < 8; variant++) {
+        ht_buf a = ht_buf_new(ht_between(&r, 64, 3000), 150 + (uint64_t)variant);
+        unsigned char *p = a.p;
+        size_t n = a.n, lo = ht_between(&r, 8, n / 4), len = ht_between(&r, 1, n / 2);
+        size_t before = lo - 1 - (variant / 4 ? ht_between(&r, 0, lo - 1) : 0);
+        size_t after = lo + len + (variant / 4 ? ht_between(&r, 0, n - lo - len) : 0);
+        unsigned char *volatile hidden = p;
+        unsigned char *q = hidden;
+#pragma omp target enter data map(to : p[lo:len])
+        if (variant % 4 == 0) {
+#pragma omp target exit data map(release : q[before:0])
+        } else if (variant % 4 == 1) {
+#pragma omp target enter data map(alloc : q[before:0])
+        } else if (variant % 4 == 2) {
+#pragma omp target exit data map(release : q[after:0])
+        } else {
+#pragma omp target enter data map(to : q[after:0])
+        }
+        printf("  zero-size item near an entry, variant %d: %s\n", variant,
+               ht_is_mapped(p + lo, len) ? "still mapped" : "unmapped");
+        if (ht_is_mapped(p + lo, len))
+            ht_buf_scramble(&a, lo, len, 151 + (uint64_t)variant);
+        ht_buf_poison(&a, 152 + (uint64_t)variant);
+#pragma omp target exit data map(always, from : p[lo:len])
+        printf("  after the exit: %s\n", ht_is_mapped(p + lo, len) ? "still mapped" : "unmapped");
+        if (ht_is_mapped(p + lo, len)) {
+#pragma omp target exit data map(delete : p[lo:len])
+        }
+        ht_report("zero-size near an entry", a.p, n);
+        ht_buf_free(&a);
+    }
+}
+
 /* ---- nested target data --------------------------------------------------------------------- */
 
 /* The inner region's kernel: c[j] = a[j % na] + 1, and a scrambled with tag. */
@@ -642,6 +683,7 @@ int main(int argc, char **argv)
     test_release();
     test_refcount();
     test_zero_size_at_end();
+    test_zero_size_near_entry();
     test_nested();
     test_partial();
     return ob_check_finish("maps_basic");
