@@ -17,13 +17,18 @@ static void log_current(int status)
     ob_log(1, "error: %s (%s)", current.message, ompbatch_err_name(status));
 }
 
+static void record(const char *fmt, va_list ap)
+{
+    vsnprintf(current.message, sizeof(current.message), fmt, ap);
+    current.copy = SIZE_MAX;
+}
+
 int ob_fail(int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(current.message, sizeof(current.message), fmt, ap);
+    record(fmt, ap);
     va_end(ap);
-    current.copy = SIZE_MAX;
     log_current(status);
     return status;
 }
@@ -32,9 +37,8 @@ int ob_fail_quiet(int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(current.message, sizeof(current.message), fmt, ap);
+    record(fmt, ap);
     va_end(ap);
-    current.copy = SIZE_MAX;
     return status;
 }
 
