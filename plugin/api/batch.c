@@ -21,6 +21,7 @@
 #include "plugin/plan/cost.h"
 #include "plugin/plan/plan.h"
 #include "plugin/plan/plan_cache.h"
+#include "plugin/plan/walk.h"
 
 typedef enum batch_state { BATCH_OPEN = 0, BATCH_SUBMITTED } batch_state;
 
@@ -722,11 +723,13 @@ _Static_assert(sizeof(ob_copy_key) == 5 * sizeof(uint64_t), "ob_copy_key has pad
 
 static int rects_match(const ompbatch_batch *batch)
 {
-    if (batch->rect_count != batch->planned_rect_count)
+    if (batch->rect_count != batch->planned_rect_count ||
+        (batch->rect_count > 0 && batch->rects != batch->planned_rects_at))
         return 0;
-    return batch->rect_count == 0 ||
-           (batch->rects == batch->planned_rects_at &&
-            memcmp(batch->rects, batch->planned_rects, batch->rect_count * sizeof(ob_rect)) == 0);
+    for (size_t k = 0; k < batch->rect_count; k++)
+        if (!ob_rect_same(&batch->rects[k], &batch->planned_rects[k]))
+            return 0;
+    return 1;
 }
 
 /* Notes the rectangles of the plan just built; 0 when they cannot be kept (the plan is then

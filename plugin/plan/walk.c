@@ -73,6 +73,23 @@ static unsigned unit_of(uint64_t bits)
     return unit;
 }
 
+static int walk_same(const ob_walk *a, const ob_walk *b)
+{
+    if (a->run != b->run || a->dims != b->dims)
+        return 0;
+    for (uint64_t d = 0; d < a->dims && d < OB_WALK_MAX_DIMS; d++)
+        if (a->count[d] != b->count[d] || a->stride[d] != b->stride[d])
+            return 0;
+    return 1;
+}
+
+int ob_rect_same(const ob_rect *a, const ob_rect *b)
+{
+    return walk_same(&a->dst, &b->dst) && walk_same(&a->src, &b->src) && a->bytes == b->bytes &&
+           a->dst_span == b->dst_span && a->src_span == b->src_span && a->runs == b->runs &&
+           a->unit == b->unit;
+}
+
 void ob_rect_finish(ob_rect *rect, uint64_t bytes, uint64_t runs)
 {
     rect->bytes = bytes;

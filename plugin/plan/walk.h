@@ -25,6 +25,10 @@ typedef struct ob_rect {
 void ob_walk_build(uint64_t element_size, int dims, const uint64_t *count,
                    const uint64_t *stride_bytes, ob_walk *out);
 
+/* Whether two rectangles copy alike: compared field by field, the walks' unused dimensions
+ * and the structure's padding left out (they hold whatever the memory held). */
+int ob_rect_same(const ob_rect *a, const ob_rect *b);
+
 /* Completes a rectangle whose walks are built: `bytes` compact bytes in `runs` pieces. */
 void ob_rect_finish(ob_rect *rect, uint64_t bytes, uint64_t runs);
 
