@@ -39,6 +39,24 @@ static int zero_size_reaches(int device, uintptr_t ptr, const ob_mirror_entry *e
     return entry != NULL && (entry == below || entry == above);
 }
 
+/* A zero-size item inside a mirrored entry reaches exactly that entry: entries never overlap,
+ * so none other begins between the entry's first byte and the item. Its reference is then
+ * counted like any item's; a pointer-based one (its attachment) stays the runtime's alone. */
+static int zero_size_inside(const ob_construct *c, int32_t i, ob_mirror_entry **entry)
+{
+    const ob_map_args *a = &c->args;
+    uintptr_t at = (uintptr_t)a->begins[i];
+    if (a->sizes[i] != 0 || (a->types[i] & OB_MAP_PTR_AND_OBJ) || at == UINTPTR_MAX)
+        return 0;
+    return ob_mirror_find(c->device, at, at + 1, entry) == OB_MIRROR_INSIDE;
+}
+
+/* The range an item is looked up by in the mirror: a zero-size one by its byte. */
+static uintptr_t lookup_end(const ob_hook_item *it)
+{
+    return it->end > it->begin ? it->end : it->begin + 1;
+}
+
 static void forget_zero_size_reach(int device, uintptr_t ptr)
 {
     ob_mirror_entry *below = NULL, *above = NULL;
@@ -432,15 +450,25 @@ static void plan_struct_items(const ob_construct *c, ob_hook_item *items)
     }
 }
 
-/* After the runtime: the entries of followed struct items, new or counted once more. */
-static void learn_struct_items(const ob_construct *c, const ob_hook_item *items)
+/* Zero-size items inside mirrored entries: counted there once more (zero_size_inside). */
+static void plan_zero_size_items(const ob_construct *c, ob_hook_item *items)
+{
+    for (int32_t i = 0; i < c->args.count; i++)
+        if (items[i].why == OB_REASON_ZERO_SIZE && zero_size_inside(c, i, NULL))
+            items[i].follow = FOLLOW_COUNTED;
+}
+
+/* After the runtime: the entries of followed items (struct items, zero-size items), new or
+ * counted once more. */
+static void learn_followed_items(const ob_construct *c, const ob_hook_item *items)
 {
     for (int32_t i = 0; i < c->args.count; i++) {
         const ob_hook_item *it = &items[i];
         int hold = (it->type & OB_MAP_OMPX_HOLD) != 0;
         if (it->follow == FOLLOW_COUNTED) {
             ob_mirror_entry *entry = NULL;
-            if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE) {
+            if (ob_mirror_find(c->device, it->begin, lookup_end(it), &entry) ==
+                OB_MIRROR_INSIDE) {
                 if (hold)
                     entry->hold++;
                 else
@@ -500,6 +528,7 @@ static size_t plan_begin(const ob_construct *c, ob_hook_item *items, int64_t *ty
         candidates++;
     }
     plan_struct_items(c, items);
+    plan_zero_size_items(c, items);
     /* An attachment this construct makes writes a device pointer into its pointer's entry;
      * the hook's copy of that entry could land after the write and undo it. */
     for (int32_t i = 0; i < a->count && candidates > 0; i++) {
@@ -577,7 +606,7 @@ void ob_hook_begin(const ob_construct *c)
     }
     give_back_to_copies(c, &s, items, a->count, begin_should_copy_back);
     /* Learnt before anything is dropped, so that a drop covering them still applies. */
-    learn_struct_items(c, items);
+    learn_followed_items(c, items);
     drop_attached(c->device, a, items);
     /* Entries changed in ways the mirror does not follow. */
     for (int32_t i = 0; i < a->count; i++) {
@@ -617,14 +646,15 @@ static int model_end(ob_mirror_entry *entry, int64_t type)
 
 /* Whether a zero-size item of the end reaches the entry (zero_size_reaches): it takes a
  * reference of the entry it finds (the last one, perhaps, so that the item the hook would copy
- * is not the last and the runtime copies nothing). The model cannot count it, so the entry's
- * items go to the runtime. */
+ * is not the last and the runtime copies nothing). Unless it lies inside a mirrored entry
+ * (counted there, in the runtime's order, by plan_end), the model cannot count it, so the
+ * entry's items go to the runtime. */
 static int reached_by_zero_size(const ob_construct *c, const ob_hook_item *items,
                                 const ob_mirror_entry *entry)
 {
     const ob_map_args *a = &c->args;
     for (int32_t i = 0; i < a->count; i++) {
-        if (items[i].why != OB_REASON_ZERO_SIZE)
+        if (items[i].why != OB_REASON_ZERO_SIZE || items[i].was_mirrored)
             continue;
         uintptr_t at = (uintptr_t)a->begins[i], base = (uintptr_t)a->bases[i];
         if (zero_size_reaches(c->device, at, entry) ||
@@ -647,11 +677,22 @@ static size_t plan_end(const ob_construct *c, ob_hook_item *items, int64_t *type
     size_t candidates = 0;
     *staging_bytes = 0;
     int zero_size = 0;
-    for (int32_t i = 0; i < a->count; i++)
-        zero_size |= items[i].why == OB_REASON_ZERO_SIZE;
+    for (int32_t i = 0; i < a->count; i++) {
+        if (items[i].why != OB_REASON_ZERO_SIZE)
+            continue;
+        zero_size = 1;
+        items[i].was_mirrored = zero_size_inside(c, i, NULL);
+    }
     for (int32_t i = a->count - 1; i >= 0; i--) { /* the runtime's order: reverse */
         ob_hook_item *it = &items[i];
         types[i] = it->type;
+        if (it->why == OB_REASON_ZERO_SIZE && it->was_mirrored) {
+            /* Its reference goes here, between the items after it and those before. */
+            ob_mirror_entry *entry = NULL;
+            if (zero_size_inside(c, i, &entry) && model_end(entry, it->type) < 0)
+                ob_foreign_forget_range(c->device, entry->begin, entry->end);
+            continue;
+        }
         if (it->why != OB_REASON_NONE)
             continue;
         ob_mirror_entry *entry = entry_holding(c, it);
@@ -697,7 +738,8 @@ static void settle_end(const ob_construct *c, const ob_hook_item *items)
         const ob_hook_item *it = &items[i];
         if (it->was_mirrored) {
             ob_mirror_entry *entry = NULL;
-            if (ob_mirror_find(c->device, it->begin, it->end, &entry) == OB_MIRROR_INSIDE &&
+            if (ob_mirror_find(c->device, it->begin, lookup_end(it), &entry) ==
+                    OB_MIRROR_INSIDE &&
                 (entry->dyn + entry->hold == 0 ||
                  !ob_hook_runtime_has((void *)entry->begin, c->device)))
                 ob_mirror_drop_range(c->device, entry->begin, entry->end);

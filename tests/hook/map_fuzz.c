@@ -7,15 +7,24 @@
  * over random sections of arrays of random sizes, some plain heap arrays, some reached through
  * global pointers (PTR_AND_OBJ maps), some through pointer members of global structs (a
  * combined struct entry, the member and its PTR_AND_OBJ object in every construct), and strided
- * updates (columns, a sub-block, strides) over whatever part of a plain array is mapped. The program keeps a model of which sections are mapped
- * with which counts only to stay clear of constructs the runtime rejects (an explicit section
- * that extends a mapping aborts the program); what happens to the bytes is the runtime's, and
+ * updates (columns, a sub-block, strides) over whatever part of a plain array is mapped;
+ * with `edges`, zero-size sections of plain arrays (enter, exit, update, `target data`, and
+ * in regions) at any byte, at a mapping's ends or one past an array, which the runtime looks
+ * up in the entry on either side extended to its base pointer, so that they take and drop
+ * references of their array's mapping from below it too, and sections of plain arrays
+ * associated with device memory by omp_target_associate_ptr (counts that never fall) and
+ * disassociated again. The program keeps a model of which sections are mapped with which
+ * counts only to stay clear of constructs the runtime rejects (an explicit section that
+ * extends a mapping aborts the program); what happens to the bytes is the runtime's, and
  * compare.sh checks that the hooked runs print exactly what the plain run prints: after every
  * construct a hash of every host array, after every region the sums its kernel computed from
  * the device copies, at the end the hashes once everything is unmapped.
  *
- * Usage: map_fuzz <seed> [constructs]. Prints one line per construct (its kind and the hashes)
- * and "map_fuzz: N constructs, M checks passed, K failed".
+ * Usage: map_fuzz <seed> [constructs] [edges]. The zero-size sections and the associations
+ * come with `edges` only: the hook leaves the mappings they may reach and associated memory to
+ * the runtime (docs/hook.md), so that runs with them batch far less, some no region at all.
+ * Prints one line per construct (its kind and the hashes) and "map_fuzz: N constructs, M
+ * checks passed, K failed".
  */
 #include "hook_test.h"
 
@@ -45,10 +54,13 @@ static holder hold_a, hold_b;
 typedef struct array {
     unsigned char *p;
     size_t n;
-    /* The model: one mapping [lo, hi) or none, and its reference count. */
+    /* The model: one mapping [lo, hi) or none, and its reference count; an associated
+     * mapping's count is infinite, dev the device memory it is associated with. */
     int mapped;
     size_t lo, hi;
     unsigned refs;
+    int associated;
+    void *dev;
 } array;
 
 static array arrays[ARRAYS];
@@ -57,6 +69,13 @@ static uint64_t rng;
 static size_t pick(size_t bound)
 {
     return ht_below(&rng, bound);
+}
+
+/* One reference of a mapping fewer: the mapping goes with its last (never an association's). */
+static void drop_reference(array *a)
+{
+    if (!a->associated && --a->refs == 0)
+        a->mapped = 0;
 }
 
 /* A section [lo, lo + len) of array k: inside its mapping when it has one (len >= 1). */
@@ -322,6 +341,7 @@ static int region_section(const array *a, size_t *lo, size_t *len, int alloc)
 }
 
 static unsigned long constructs_done;
+static int edges; /* zero-size sections and associations too */
 static void one_construct(int depth);
 
 /* A `target data` block over g[lo:len] (how: 0 tofrom, 1 to, 2 from, 3 alloc) around `inner`
@@ -352,6 +372,138 @@ DATA_OPS(global_a, global_a)
 DATA_OPS(global_b, global_b)
 DATA_OPS(held_a, hold_a.q)
 DATA_OPS(held_b, hold_b.q)
+
+/* ---- zero-size sections and associations ----------------------------------------------------- */
+
+/* The base pointer the runtime keeps with array k's mapping: the array itself, also for the
+ * objects of global pointers and pointer members (a PTR_AND_OBJ item's object takes the value
+ * of its pointer as base); an associated section is its own base. */
+static uintptr_t entry_base(int k)
+{
+    const array *a = &arrays[k];
+    return (uintptr_t)(a->associated ? a->p + a->lo : a->p);
+}
+
+/* The mapping a zero-size section at address at reaches, as libomptarget 16 and 19 look it
+ * up: the entry beginning at or below it if at lies before that entry's end (or its base),
+ * else the first entry above it if at is not below that entry's base; -1 for none. So a
+ * section below an array's mapping reaches it, one at or past its end does not. Only the
+ * arrays' mappings count: the other entries of the runtime's table (the pointers themselves,
+ * the structs' members) lie in static storage, below every heap address. */
+static int zero_size_reaches(uintptr_t at)
+{
+    int below = -1, above = -1;
+    for (int k = 0; k < ARRAYS; k++) {
+        const array *a = &arrays[k];
+        if (!a->mapped)
+            continue;
+        uintptr_t begin = (uintptr_t)(a->p + a->lo);
+        if (begin <= at && (below < 0 || begin > (uintptr_t)(arrays[below].p + arrays[below].lo)))
+            below = k;
+        if (begin > at && (above < 0 || begin < (uintptr_t)(arrays[above].p + arrays[above].lo)))
+            above = k;
+    }
+    if (below >= 0 && (at < (uintptr_t)(arrays[below].p + arrays[below].hi) ||
+                       at < entry_base(below)))
+        return below;
+    if (above >= 0 && at >= entry_base(above))
+        return above;
+    return -1;
+}
+
+/* A byte of plain array k for a zero-size section: often at its mapping's ends, one before
+ * them, or one past the array. */
+static size_t zero_size_offset(const array *a)
+{
+    switch (pick(5)) {
+    case 0: return a->mapped ? a->lo : 0;
+    case 1: return a->mapped ? a->hi : a->n;
+    case 2: return a->mapped && a->lo > 0 ? a->lo - 1 : 0;
+    default: return pick(a->n + 1);
+    }
+}
+
+/* A zero-size section p[x:0] of plain array k in an enter, an exit, an update or a `target
+ * data` block: the mapping it reaches (zero_size_reaches) gains or loses a reference; no byte
+ * moves. */
+static void zero_size_construct(int k, int depth)
+{
+    array *a = &arrays[k];
+    size_t x = zero_size_offset(a);
+    uintptr_t at = (uintptr_t)(a->p + x);
+    int reached = zero_size_reaches(at);
+    int what = (int)pick(depth < 2 ? 4 : 3), how = (int)pick(4);
+    if (what == 3) {
+        int inner = 1 + (int)pick(3);
+        printf("%lu zero-size data %d [%zu,+0) how %d reaches %d, %d inside {\n",
+               constructs_done, k, x, how, reached, inner);
+        constructs_done++;
+        if (reached >= 0)
+            arrays[reached].refs++;
+        data_plain(a->p, x, 0, how, inner, depth);
+        /* The block's end looks the section up again, in the table as the inner constructs
+         * left it. */
+        reached = zero_size_reaches(at);
+        if (reached >= 0)
+            drop_reference(&arrays[reached]);
+        printf("} end of zero-size data %d reached %d: %016" PRIx64 "\n", k, reached,
+               hash_all());
+        return;
+    }
+    if (what == 0) {
+        enter_plain(a->p, x, 0, how % 3);
+        if (reached >= 0)
+            arrays[reached].refs++;
+    } else if (what == 1) {
+        exit_plain(a->p, x, 0, how);
+        if (reached >= 0) {
+            if (how == 3 && !arrays[reached].associated)
+                arrays[reached].refs = 1; /* `delete` */
+            drop_reference(&arrays[reached]);
+        }
+    } else {
+        if (how & 1)
+            host_writes(k);
+        update_plain(a->p, x, 0, how & 1);
+    }
+    printf("%lu zero-size %s %d [%zu,+0) how %d reaches %d: %016" PRIx64 "\n", constructs_done,
+           what == 0 ? "enter" : what == 1 ? "exit" : "update", k, x, how, reached, hash_all());
+    constructs_done++;
+}
+
+/* Plain array k's section [lo, lo + len) associated with device memory at a random offset,
+ * first given the host's bytes. */
+static void associate(int k)
+{
+    array *a = &arrays[k];
+    int dev = omp_get_default_device(), host = omp_get_initial_device();
+    size_t lo, len, offset = pick(64);
+    section_any(a, &lo, &len);
+    unsigned char *mem = omp_target_alloc(offset + len, dev);
+    OB_CHECK(mem != NULL, "omp_target_alloc of %zu bytes", offset + len);
+    if (mem == NULL)
+        return;
+    OB_CHECK(omp_target_memcpy(mem, a->p + lo, len, offset, 0, dev, host) == 0,
+             "omp_target_memcpy into the association's memory");
+    int rc = omp_target_associate_ptr(a->p + lo, mem, len, offset, dev);
+    OB_CHECK(rc == 0, "omp_target_associate_ptr of array %d [%zu,+%zu): %d", k, lo, len, rc);
+    a->mapped = 1, a->associated = 1, a->lo = lo, a->hi = lo + len, a->refs = 1, a->dev = mem;
+    if (pick(2))
+        host_writes(k);
+    printf("%lu associate %d [%zu,+%zu) offset %zu: %016" PRIx64 "\n", constructs_done, k, lo,
+           len, offset, hash_all());
+}
+
+static void disassociate(int k)
+{
+    array *a = &arrays[k];
+    int dev = omp_get_default_device();
+    int rc = omp_target_disassociate_ptr(a->p + a->lo, dev);
+    OB_CHECK(rc == 0, "omp_target_disassociate_ptr of array %d: %d", k, rc);
+    omp_target_free(a->dev, dev);
+    a->mapped = 0, a->associated = 0, a->dev = NULL;
+    printf("%lu disassociate %d: %016" PRIx64 "\n", constructs_done, k, hash_all());
+}
 
 /* Arrays held by the structs are spelled through their pointer member or through the mapper,
  * at random, construct by construct -- except `target data` blocks: libomptarget 16 leaves a
@@ -425,8 +577,8 @@ static void data_block(int k, int depth)
            inner);
     constructs_done++;
     spelled_as(k, 0)->data(a->p, lo, len, how, inner, depth);
-    if (a->mapped && lo >= a->lo && lo + len <= a->hi && --a->refs == 0)
-        a->mapped = 0;
+    if (a->mapped && lo >= a->lo && lo + len <= a->hi)
+        drop_reference(a);
     printf("} end of data %d: %016" PRIx64 "\n", k, hash_all());
 }
 
@@ -435,10 +587,29 @@ static void one_construct(int depth)
     int k = (int)pick(ARRAYS);
     array *a = &arrays[k];
     size_t lo = 0, len = 0;
-    switch (pick(depth < 2 ? 12 : 11)) {
+    switch (pick(14)) {
     case 11: /* a target data block around a few constructs */
+        if (depth >= 2)
+            return;
         data_block(k, depth);
         return;
+    case 12: /* with edges: a zero-size section of a plain array, half as often as the others */
+        if (edges && pick(2))
+            zero_size_construct((int)pick(PLAIN_ARRAYS), depth);
+        return;
+    case 13: { /* with edges: an association of a plain array's section (a third as often as
+              * the others), or its end */
+        if (!edges)
+            return;
+        int kp = (int)pick(PLAIN_ARRAYS);
+        if (!arrays[kp].mapped && pick(3) == 0)
+            associate(kp);
+        else if (arrays[kp].associated)
+            disassociate(kp);
+        else
+            return;
+        break;
+    }
     case 10: { /* a plain array and a held one (through the mapper) in one enter or exit */
         int kp = (int)pick(PLAIN_ARRAYS), h = (int)pick(HELD_ARRAYS);
         int kh = PLAIN_ARRAYS + GLOBAL_ARRAYS + h;
@@ -453,10 +624,8 @@ static void one_construct(int depth)
             int from = (int)pick(2);
             section_inside(ap, &lo, &len);
             section_inside(ah, &hlo, &hlen);
-            if (--ap->refs == 0)
-                ap->mapped = 0;
-            if (--ah->refs == 0)
-                ah->mapped = 0;
+            drop_reference(ap);
+            drop_reference(ah);
             exit_mixed(kp, lo, len, h, hlo, hlen, from);
         }
         printf("%lu %s %d [%zu,+%zu) and %d [%zu,+%zu): %016" PRIx64 "\n", constructs_done,
@@ -482,9 +651,9 @@ static void one_construct(int depth)
             return;
         int how = (int)pick(4);
         section_inside(a, &lo, &len);
-        a->refs = exit_data(k, lo, len, how) && how == 3 ? 0 : a->refs - 1;
-        if (a->refs == 0)
-            a->mapped = 0;
+        if (exit_data(k, lo, len, how) && how == 3 && !a->associated)
+            a->refs = 1;
+        drop_reference(a);
         printf("%lu exit %d [%zu,+%zu) how %d: %016" PRIx64 "\n", constructs_done, k, lo, len,
                how, hash_all());
         break;
@@ -531,6 +700,10 @@ static void one_construct(int depth)
         if (!region_section(&arrays[kx], &xl, &xn, x_fresh_unset) ||
             !region_section(&arrays[ky], &yl, &yn, y_fresh_unset))
             return;
+        /* Now and then a zero-size section of a plain array: whatever it reaches gains a
+         * reference at the region's start and loses it at its end. */
+        if (edges && spelling < 2 && pick(12) == 0)
+            xl = zero_size_offset(&arrays[kx]), xn = 0;
         if (pick(2))
             host_writes(kx);
         unsigned char key = (unsigned char)(1 + pick(255));
@@ -551,6 +724,7 @@ int main(int argc, char **argv)
 {
     ht_init(argc, argv, "map_fuzz");
     unsigned long constructs = argc > 2 ? strtoul(argv[2], NULL, 10) : 3000;
+    edges = argc > 3 && strcmp(argv[3], "edges") == 0;
     rng = ht_state(1);
     for (int k = 0; k < ARRAYS; k++) {
         arrays[k].n = 1 + pick(MAX_BYTES);
@@ -566,10 +740,11 @@ int main(int argc, char **argv)
     /* Unmap everything: the last references, `from` where the model has the array mapped. */
     for (int k = 0; k < ARRAYS; k++) {
         array *a = &arrays[k];
+        if (a->associated)
+            disassociate(k);
         while (a->mapped) {
             size_t lo = a->lo, len = a->hi - a->lo;
-            if (--a->refs == 0)
-                a->mapped = 0;
+            drop_reference(a);
             exit_data(k, lo, len, 0);
         }
         OB_CHECK(ht_is_unmapped(a->p, a->n), "array %d is still mapped at the end", k);

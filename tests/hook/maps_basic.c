@@ -544,6 +544,48 @@ static void test_zero_size_near_entry(void)
     }
 }
 
+/* A zero-size item inside an entry reaches that entry and no other: an enter gives it one
+ * reference more, an exit takes one (the last, then the runtime deletes the entry and copies
+ * nothing), in the runtime's order among the construct's items (an exit's from last to first).
+ * The entry stays one the hook copies for: the update between is batched, and so is the exit's
+ * `from` where it holds the last reference. */
+static void test_zero_size_inside_entry(void)
+{
+    uint64_t r = ht_state(14);
+    for (int variant = 0; variant < 4; variant++) {
+        ht_buf a = ht_buf_new(ht_between(&r, 64, 3000), 160 + (uint64_t)variant);
+        unsigned char *p = a.p;
+        size_t n = a.n, lo = ht_between(&r, 0, n / 4), len = ht_between(&r, 2, n / 2);
+        size_t z = lo + ht_between(&r, 0, len - 1);
+        unsigned char *volatile hidden = p;
+        unsigned char *q = hidden;
+#pragma omp target enter data map(to : p[lo:len])
+        ht_buf_copied_to(&a, lo, len);
+#pragma omp target enter data map(alloc : q[z:0])
+        ht_buf_host_new(&a, lo, len, 161 + (uint64_t)variant);
+#pragma omp target update to(p[lo:len])
+        ht_buf_copied_to(&a, lo, len);
+        ht_buf_poison(&a, 162 + (uint64_t)variant);
+        if (variant == 0) {
+#pragma omp target exit data map(from : p[lo:len])
+#pragma omp target exit data map(release : q[z:0])
+        } else if (variant == 1) {
+#pragma omp target exit data map(from : p[lo:len]) map(release : q[z:0])
+        } else if (variant == 2) {
+#pragma omp target exit data map(release : q[z:0]) map(from : p[lo:len])
+        } else {
+#pragma omp target exit data map(delete : q[z:0])
+        }
+        printf("  zero-size item inside an entry, variant %d: %s\n", variant,
+               ht_is_mapped(p + lo, len) ? "still mapped" : "unmapped");
+        if (ht_is_mapped(p + lo, len)) {
+#pragma omp target exit data map(delete : p[lo:len])
+        }
+        ht_report("zero-size inside an entry", a.p, n);
+        ht_buf_free(&a);
+    }
+}
+
 /* ---- nested target data --------------------------------------------------------------------- */
 
 /* The inner region's kernel: c[j] = a[j % na] + 1, and a scrambled with tag. */
@@ -684,6 +726,7 @@ int main(int argc, char **argv)
     test_refcount();
     test_zero_size_at_end();
     test_zero_size_near_entry();
+    test_zero_size_inside_entry();
     test_nested();
     test_partial();
     return ob_check_finish("maps_basic");
