@@ -679,9 +679,11 @@ typedef enum ompbatch_hook_state {
     OMPBATCH_HOOK_ACTIVE = 1,     /* batching */
     OMPBATCH_HOOK_PASS_THROUGH = 2 /* forwarding everything: disabled (OMPBATCH_DISABLE=1 or
                                       ompbatch_hook_set_enabled(0)), a runtime the hook does
-                                      not know, OMP_TARGET_OFFLOAD=disabled or
-                                      unified_shared_memory (each said once on stderr at
-                                      OMPBATCH_VERBOSE=1) */
+                                      not know, OMP_TARGET_OFFLOAD=disabled,
+                                      unified_shared_memory, LIBOMPTARGET_INFO or
+                                      LIBOMPTARGET_DEBUG set to a non-zero level, or a target
+                                      region built for a newer runtime (each said once on
+                                      stderr at OMPBATCH_VERBOSE=1) */
 } ompbatch_hook_state;
 
 /* The hook's counters. They count while the hook is active, the constructs and regions of

@@ -10,7 +10,7 @@
 #   <prefix>/lib/cmake/ompbatch/ompbatch-config-version.cmake
 #   with --fortran-*: <prefix>/include/ompbatch.mod, <prefix>/lib/libompbatch_fortran.a,
 #   <prefix>/lib/pkgconfig/ompbatch-fortran.pc, <prefix>/share/ompbatch/fortran/ompbatch.f90
-#   with --doc: <prefix>/share/doc/ompbatch/<file>
+#   with --doc: <prefix>/share/doc/ompbatch/<file's relative path> (README.md, docs/api.md)
 #
 # usage: install.sh --so F --static F --header F [--fortran-lib F --fortran-mod F
 #                   --fortran-src F] [--doc F]... [--prefix DIR] [--destdir DIR]
@@ -163,10 +163,17 @@ Cflags: -I\${includedir}
 Libs: -L\${libdir} -lompbatch_fortran
 PC
 fi
+# A document keeps its path in the source tree (README.md, docs/api.md), so that two of the
+# same name stay apart and the links between them still resolve; one named by an absolute or
+# climbing path goes in by its name alone.
 if [ ${#docs[@]} -gt 0 ]; then
-    mkdir -p "$root/share/doc/ompbatch"
     for d in "${docs[@]}"; do
-        install -m 0644 "$d" "$root/share/doc/ompbatch/$(basename "$d")"
+        case "$d" in
+        /* | ../* | */../*) rel=$(basename "$d") ;;
+        *) rel=${d#./} ;;
+        esac
+        mkdir -p "$(dirname "$root/share/doc/ompbatch/$rel")"
+        install -m 0644 "$d" "$root/share/doc/ompbatch/$rel"
     done
 fi
 echo "install: ompbatch $version installed into ${destdir:+$destdir (staged for) }$prefix" \

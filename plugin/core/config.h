@@ -1,7 +1,8 @@
 /* Run-time tunables, read from the environment once (ob_config_reload reads them again).
  * config.c names every OMPBATCH_* variable with its default and range; the only other
- * variables the library reads are NVTX_INJECTION64_PATH (nvtx.c) and OMP_TARGET_OFFLOAD
- * (omp_hook.c). docs/configuration.md lists them all (tests/docs checks). */
+ * variables the library reads are NVTX_INJECTION64_PATH (nvtx.c), OMP_TARGET_OFFLOAD,
+ * LIBOMPTARGET_INFO and LIBOMPTARGET_DEBUG (omp_hook.c), and XDG_CACHE_HOME and HOME (the
+ * cost cache's default place). docs/configuration.md lists them all (tests/docs checks). */
 #ifndef OMPBATCH_PLUGIN_CONFIG_H
 #define OMPBATCH_PLUGIN_CONFIG_H
 

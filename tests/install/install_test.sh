@@ -37,12 +37,21 @@ fortran=0
 expected="include/ompbatch.h lib/libompbatch.a lib/libompbatch.so lib/libompbatch.so.0
 lib/pkgconfig/ompbatch.pc lib/cmake/ompbatch/ompbatch-config.cmake
 lib/cmake/ompbatch/ompbatch-config-version.cmake share/doc/ompbatch/README.md
-share/doc/ompbatch/api.md share/doc/ompbatch/install.md"
+share/doc/ompbatch/BENCHMARKS.md share/doc/ompbatch/docs/README.md
+share/doc/ompbatch/docs/api.md share/doc/ompbatch/docs/install.md"
 [ $fortran = 1 ] && expected="$expected include/ompbatch.mod lib/libompbatch_fortran.a
 lib/pkgconfig/ompbatch-fortran.pc share/ompbatch/fortran/ompbatch.f90"
 for f in $expected; do
     [ -e "$prefix/$f" ] || failed "$f was not installed"
 done
+# The project's README and the manual's index are both README.md: neither may replace the
+# other, and the manual's links back to the README resolve.
+grep -qx '# ompbatch' "$prefix/share/doc/ompbatch/README.md" ||
+    failed "share/doc/ompbatch/README.md is not the project's README"
+grep -qx '# ompbatch reference manual' "$prefix/share/doc/ompbatch/docs/README.md" ||
+    failed "share/doc/ompbatch/docs/README.md is not the manual's index"
+grep -q '](\.\./README\.md' "$prefix/share/doc/ompbatch/docs/README.md" ||
+    failed "the manual's index no longer links ../README.md (this check's premise)"
 real=$(readlink -f "$prefix/lib/libompbatch.so")
 case "$real" in
 "$prefix"/lib/libompbatch.so.0.*.*) ;;
