@@ -1,8 +1,10 @@
 // Injected faults at every driver call site: for every entry point the library resolves (and
 // cuGetProcAddress and either batch form), the 1st, 2nd and 3rd call fails with each of two
-// results, in three passes (polling waits, blocking waits, the v12080 batch form), during a
-// workload that loads the driver, calibrates nothing (built-in model), creates batches of every
-// strategy and moves pinned, pageable and device memory both ways.
+// results, in four passes (polling waits, blocking waits with bulk copies, the v12080 batch
+// form, and the last two together), during a workload that loads the driver, calibrates
+// nothing (built-in model), creates batches of every strategy, moves pinned, pageable and
+// device memory both ways, and refills one batch with the same copies until its kernel runs
+// on descriptors kept in device memory.
 // Each run either completes with every byte right (the library routed around the fault) or
 // reports an OMPBATCH_ERR_* status with a message; afterwards nothing is left pending, no
 // context stays pushed, the library's memory goes back to where it was, and a fresh batch on
@@ -93,6 +95,50 @@ int HostAndAcrossGpus(Buffers &b, std::string *why)
     return OMPBATCH_OK;
 }
 
+// One batch refilled with the same device-to-device copies three times: the plan is reused,
+// the second submit keeps the copy kernel's descriptors in device memory and the third
+// launches on them; destroying the batch frees them.
+int DeviceRefills(Buffers &b, std::string *why)
+{
+    const size_t from = 50000, to = 54000, count = 32, piece = 40;
+    ompbatch_batch_options o;
+    std::memset(&o, 0, sizeof(o));
+    o.struct_size = sizeof(o);
+    o.strategy = OMPBATCH_STRATEGY_STAGED;
+    ompbatch_batch *batch = nullptr;
+    int status = ompbatch_batch_create(&batch, 0, nullptr, &o);
+    for (int round = 0; round < 3 && status == OMPBATCH_OK; round++) {
+        for (size_t i = 0; i < count * piece; i++)
+            b.device.ptr[from + i] = static_cast<unsigned char>(round * 31 + i * 7 + 1);
+        std::memset(b.device.ptr + to, 0xA5, count * 64);
+        for (size_t i = 0; i < count && status == OMPBATCH_OK; i++)
+            status = ompbatch_batch_add(batch, b.device.ptr + to + i * 64, 0,
+                                        b.device.ptr + from + i * piece, 0, piece, 0);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(batch);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(batch);
+        if (status != OMPBATCH_OK)
+            break;
+        for (size_t i = 0; i < count; i++) {
+            if (std::memcmp(b.device.ptr + to + i * 64, b.device.ptr + from + i * piece,
+                            piece) != 0) {
+                if (why != nullptr)
+                    *why = "bytes differ: refill " + std::to_string(round) + ", copy " +
+                           std::to_string(i);
+                ompbatch_batch_destroy(batch);
+                return -1000;
+            }
+        }
+        status = ompbatch_batch_reset(batch);
+    }
+    if (status != OMPBATCH_OK && why != nullptr)
+        *why = ompbatch_last_error();
+    if (batch != nullptr)
+        ompbatch_batch_destroy(batch);
+    return status;
+}
+
 // One workload: every strategy, host to device from pinned and pageable memory, device to
 // device, then back to pinned and pageable memory. Returns the first failing status (with the
 // library's message in *why) or OMPBATCH_OK when every byte arrived.
@@ -145,12 +191,15 @@ int Workload(Buffers &b, uint64_t seed, std::string *why)
             }
         }
     }
+    int status = DeviceRefills(b, why);
+    if (status != OMPBATCH_OK)
+        return status;
     return HostAndAcrossGpus(b, why);
 }
 
 // One injection: the pass (0 polling waits, 1 blocking waits with every staged level through
-// device staging and a bulk copy, 2 the v12080 batch form), the entry point, its nth call, and
-// the result it fails with.
+// device staging and a bulk copy, 2 the v12080 batch form, 3 both), the entry point, its nth
+// call, and the result it fails with.
 struct Fault {
     int pass;
     const char *site;
@@ -162,7 +211,7 @@ std::vector<Fault> AllFaults()
 {
     std::vector<Fault> faults;
     const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
-    for (int pass = 0; pass < 3; pass++)
+    for (int pass = 0; pass < 4; pass++)
         for (const char *site : kEntryPoints)
             for (CUresult result : results)
                 for (unsigned long nth = 1; nth <= 3; nth++)
@@ -170,7 +219,7 @@ std::vector<Fault> AllFaults()
     return faults;
 }
 
-const char *const kPassNames[] = {"Polling", "BlockingBulk", "V12080"};
+const char *const kPassNames[] = {"Polling", "BlockingBulk", "V12080", "V12080BlockingBulk"};
 
 // What the whole sweep saw, printed at the end (docs/testing.md's reliability figures) and
 // checked there: most call sites must be reached by the workload.
@@ -196,9 +245,9 @@ public:
         for (const char *site : kEntryPoints)
             if (!t.sites_hit.count(site))
                 missed += std::string(" ") + site;
-        std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 3 "
+        std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 4 "
                     "passes: polling waits, blocking waits and bulk copies, the v12080 batch "
-                    "form); %zu call "
+                    "form, both); %zu call "
                     "sites reached: %zu faults surfaced as errors, %zu routed around; %zu "
                     "injections not reached by the workload; entry points it never calls:%s\n",
                     t.tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), t.sites_hit.size(),
@@ -220,11 +269,11 @@ protected:
         const Fault &f = GetParam();
         unsetenv("OMPBATCH_WAIT_POLL_US");
         unsetenv("OMPBATCH_BUS_KB");
-        if (f.pass == 1) {
+        if (f.pass == 1 || f.pass == 3) {
             setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
             setenv("OMPBATCH_BUS_KB", "0", 1);
         }
-        if (f.pass == 2) {
+        if (f.pass >= 2) {
             load(13000, "12080");
         } else {
             ob_driver_reload_for_testing();
