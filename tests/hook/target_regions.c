@@ -587,6 +587,56 @@ static void test_pointer_references(void)
     free(global_p), free(b), free(c), free(want);
 }
 
+/* Regions of more arguments than the hook keeps room for on its stack (32): 36 arrays mapped
+ * by the region itself (split into begin, kernel and end), then mapped around it (every one
+ * present: their device addresses go to the kernel). */
+#define ARRAYS36(X)                                                                            \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)     \
+    X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29)      \
+    X(30) X(31) X(32) X(33) X(34) X(35)
+#define PRAGMA(...) _Pragma(#__VA_ARGS__)
+#define PRAGMA_EXPANDED(...) PRAGMA(__VA_ARGS__)
+#define DECLARE_ARRAY(k) uint32_t *a##k = tr_random(n, 1300 + (uint64_t)(k));
+#define LIST_ARRAY(k) a##k,
+#define MAP_TOFROM(k) map(tofrom : a##k[0:n])
+#define MAP_TO(k) map(to : a##k[0:n])
+#define MAP_FROM(k) map(from : a##k[0:n])
+#define STEP_ARRAY(k) a##k[j] = ht_mix32(a##k[j] + (uint32_t)(k), salt);
+
+static void test_many_arrays(void)
+{
+    size_t n = 700;
+    ARRAYS36(DECLARE_ARRAY)
+    uint32_t *all[36] = {ARRAYS36(LIST_ARRAY)};
+    uint32_t *want[36];
+    for (int k = 0; k < 36; k++) {
+        want[k] = ht_malloc(n * sizeof(uint32_t));
+        memcpy(want[k], all[k], n * sizeof(uint32_t));
+    }
+    for (uint32_t salt = 96; salt < 98; salt++) {
+        for (int k = 0; k < 36; k++)
+            for (size_t j = 0; j < n; j++)
+                want[k][j] = ht_mix32(want[k][j] + (uint32_t)k, salt);
+        if (salt == 97) {
+            PRAGMA_EXPANDED(omp target enter data ARRAYS36(MAP_TO))
+        }
+        PRAGMA_EXPANDED(omp target ARRAYS36(MAP_TOFROM))
+        for (size_t j = 0; j < n; j++) {
+            ARRAYS36(STEP_ARRAY)
+        }
+        if (salt == 97) {
+            PRAGMA_EXPANDED(omp target exit data ARRAYS36(MAP_FROM))
+        }
+        for (int k = 0; k < 36; k++)
+            ht_expect_host(all[k], want[k], n * sizeof(uint32_t),
+                           salt == 96 ? "36 arrays mapped by the region"
+                                      : "36 arrays present around the region");
+    }
+    ht_report("36 arrays: the last", all[35], n * sizeof(uint32_t));
+    for (int k = 0; k < 36; k++)
+        free(all[k]), free(want[k]);
+}
+
 int main(int argc, char **argv)
 {
     ht_init(argc, argv, "target_regions");
@@ -603,5 +653,6 @@ int main(int argc, char **argv)
     test_present_regions(24);
     test_forwarded_shapes();
     test_pointer_references();
+    test_many_arrays();
     return ob_check_finish("target_regions");
 }
