@@ -6,7 +6,9 @@
 // OMPBATCH_TEST_SEED=<n> replays a run.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@ extern "C" {
 #include "plugin/plan/cost.h"
 #include "plugin/api/cost_models.h"
 #include "plugin/cuda/device.h"
+#include "plugin/cuda/driver_api.h"
 #include "plugin/cuda/peers.h"
 #include "plugin/cuda/resources.h"
 }
@@ -733,6 +736,119 @@ TEST_F(MultiDevice, FailingPeerAccessCallsAreRoutedAround)
         EXPECT_EQ(0u, f.peer_enables) << entry;
         fake().clear_injections();
     }
+}
+
+// Every driver entry point failing at its first to fourth call during the submit and wait of a
+// batch spanning three GPUs -- host to each, GPU to GPU between them, each back to the host,
+// through the parts' batches and the peer copies -- either reports an error with a message
+// or completes with every byte right; nothing stays pending or pushed, and the devices work
+// again afterwards.
+TEST_F(MultiDevice, FaultsInABatchSpanningGpusFailCleanlyOrAreRoutedAround)
+{
+    const char *const entries[] = {
+#define OB_MULTI_SWEEP_NAME_(field, symbol, version, need) #field,
+        OMPBATCH_DRIVER_ENTRY_POINTS(OB_MULTI_SWEEP_NAME_)
+#undef OB_MULTI_SWEEP_NAME_
+            "cuMemcpyBatchAsync",
+    };
+    const int gpus = 3;
+    const size_t piece = 4096;
+    std::vector<Buffer *> dev;
+    for (int d = 0; d < gpus; d++)
+        dev.push_back(new Buffer(DEVICE, 4 * piece, d));
+    Buffer up(PINNED, gpus * piece), down(PAGEABLE, gpus * piece);
+    size_t hit = 0, surfaced = 0;
+    std::set<std::string> sites;
+    for (const char *entry : entries) {
+        for (unsigned long nth = 1; nth <= 4; nth++) {
+            SCOPED_TRACE(std::string(entry) + " call " + std::to_string(nth));
+            // Each device: [piece, 2 piece) to send to the next, [3 piece, 4 piece) to bring back.
+            up.fill(nth * 7 + std::strlen(entry));
+            std::memset(down.ptr, 0xA5, down.bytes);
+            for (int d = 0; d < gpus; d++) {
+                auto sent = random_bytes(piece, 40 + d + nth), kept = random_bytes(piece, 50 + d + nth);
+                std::memcpy(dev[d]->ptr + piece, sent.data(), piece);
+                std::memcpy(dev[d]->ptr + 3 * piece, kept.data(), piece);
+                std::memset(dev[d]->ptr, 0xA5, piece);
+                std::memset(dev[d]->ptr + 2 * piece, 0xA5, piece);
+            }
+            int status;
+            std::string why;
+            {
+                Batch batch(0);
+                for (int d = 0; d < gpus; d++) {
+                    int next = (d + 1) % gpus;
+                    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev[d]->ptr, d,
+                                                              up.ptr + d * piece,
+                                                              OMPBATCH_HOST_DEVICE, piece, 0));
+                    ASSERT_EQ(OMPBATCH_OK,
+                              ompbatch_batch_add(batch.b, dev[next]->ptr + 2 * piece, next,
+                                                 dev[d]->ptr + piece, d, piece, 0));
+                    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, down.ptr + d * piece,
+                                                              OMPBATCH_HOST_DEVICE,
+                                                              dev[d]->ptr + 3 * piece, d,
+                                                              piece, 0));
+                }
+                fake_cuda_stats before;
+                fake().get_stats(&before);
+                ASSERT_EQ(0, fake().inject_failure(entry, nth, CUDA_ERROR_LAUNCH_FAILED));
+                status = ompbatch_batch_submit(batch.b);
+                if (status == OMPBATCH_OK)
+                    status = ompbatch_batch_wait(batch.b);
+                if (status != OMPBATCH_OK)
+                    why = ompbatch_last_error();
+                fake_cuda_stats f;
+                fake().get_stats(&f);
+                fake().clear_injections();
+                if (f.injected_failures > before.injected_failures) {
+                    hit++;
+                    sites.insert(entry);
+                }
+            }
+            EXPECT_EQ(0u, pending());
+            // A failed pop leaves its context pushed whatever the caller does: it must be
+            // reported; the test pops it.
+            if (std::string(entry) == "cuCtxPopCurrent" && fake().ctx_stack_depth() > 0) {
+                EXPECT_NE(OMPBATCH_OK, status) << "a failed context pop went unreported";
+                CUcontext popped;
+                while (fake().ctx_stack_depth() > 0)
+                    ASSERT_EQ(CUDA_SUCCESS, ob_driver_get()->fn.cuCtxPopCurrent(&popped));
+            }
+            EXPECT_EQ(0, fake().ctx_stack_depth());
+            if (status != OMPBATCH_OK) {
+                surfaced++;
+                EXPECT_LT(status, 0);
+                EXPECT_STRNE("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(status));
+                EXPECT_FALSE(why.empty()) << ompbatch_err_name(status);
+                continue;
+            }
+            for (int d = 0; d < gpus; d++) {
+                int next = (d + 1) % gpus;
+                EXPECT_EQ(0, std::memcmp(dev[d]->ptr, up.ptr + d * piece, piece)) << d;
+                EXPECT_EQ(0, std::memcmp(dev[next]->ptr + 2 * piece, dev[d]->ptr + piece, piece))
+                    << d;
+                EXPECT_EQ(0, std::memcmp(down.ptr + d * piece, dev[d]->ptr + 3 * piece, piece))
+                    << d;
+            }
+        }
+    }
+    // The devices work again.
+    Batch batch(0);
+    for (int d = 0; d < gpus; d++)
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev[d]->ptr, d, up.ptr + d * piece,
+                                                  OMPBATCH_HOST_DEVICE, piece, 0));
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+    for (int d = 0; d < gpus; d++)
+        EXPECT_EQ(0, std::memcmp(dev[d]->ptr, up.ptr + d * piece, piece)) << d;
+    std::string names;
+    for (const std::string &site : sites)
+        names += " " + site;
+    std::printf("faults in a batch spanning GPUs: %zu injections reached %zu entry points (%s), "
+                "%zu surfaced as errors\n", hit, sites.size(), names.c_str(), surfaced);
+    EXPECT_GE(sites.size(), 6u) << "the batch reaches too few call sites";
+    for (Buffer *b : dev)
+        delete b;
 }
 
 }  // namespace
