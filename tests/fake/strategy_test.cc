@@ -454,6 +454,27 @@ TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
     fake_cuda_stats fs;
     fake().get_stats(&fs);
     EXPECT_EQ(1u, fs.injected_failures);
+    // A chunk's copy fails and so does the wait for the stream behind it: the copy's failure
+    // is the one reported (the wait's is logged), and nothing is left queued.
+    {
+        fake().reset();
+        Buffer host(PAGEABLE, bytes), dev(DEVICE, bytes);
+        host.fill(8);
+        Batch b;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr, 0, host.ptr, H, bytes, 0));
+        ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 2, CUDA_ERROR_LAUNCH_FAILED));
+        ASSERT_EQ(0, fake().inject_failure("cuStreamSynchronize", 1, CUDA_ERROR_LAUNCH_FAILED));
+        int status = ompbatch_batch_submit(b.b);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(b.b);
+        fake().get_stats(&fs);
+        fake().clear_injections();
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+        EXPECT_TRUE(message_has("cuMemcpyAsync failed")) << ompbatch_last_error();
+        EXPECT_EQ(2u, fs.injected_failures) << "the stream's wait was not tried";
+        EXPECT_EQ(0u, fs.pending_copies);
+        ompbatch_batch_wait(b.b);
+    }
     setenv("OMPBATCH_STAGING_MB", "8", 1); /* under the pipeline's 12 MiB */
     ob_config_reload();
     ob_staging_free_idle();
@@ -462,6 +483,24 @@ TEST_F(Strategy, PipelineFailuresAreNamedAndExhaustedStagingGoesDirect)
     EXPECT_EQ(1u, s.staging_refused);
     EXPECT_TRUE(s.paths & OMPBATCH_PATH_PER_COPY);
     EXPECT_EQ(0, fake().call_count("cuEventRecord"));
+    // Sent to the driver for want of staging, the copy's failure is reported as such.
+    {
+        fake().reset();
+        Buffer host(PAGEABLE, bytes), dev(DEVICE, bytes);
+        dev.fill(9);
+        Batch b;
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr, H, dev.ptr, 0, bytes, 0));
+        ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_LAUNCH_FAILED));
+        int status = ompbatch_batch_submit(b.b);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_wait(b.b);
+        fake().get_stats(&fs);
+        fake().clear_injections();
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+        EXPECT_EQ(1u, fs.injected_failures);
+        EXPECT_TRUE(message_has("cuMemcpyAsync failed")) << ompbatch_last_error();
+        ompbatch_batch_wait(b.b);
+    }
 }
 
 // The hook's lone small copy from the device into pageable memory goes through pinned
