@@ -3,7 +3,8 @@
  * turn (the library's test switch, linked in from libompbatch.a), and the program's results
  * must stay exact each time. The hook then forwards what it cannot handle (no scratch, no
  * staging, no batch), hands back copies it had taken over (`to` taken off at a begin, a failed
- * batch), or simply knows less (a mirror entry it could not record).
+ * batch), or simply knows less (a mirror entry it could not record). Then the same for strided
+ * updates, whose pieces and rectangle the hook allocates too.
  * Usage: alloc_failures <seed>   (hooked build only: it calls the library's test switch)
  */
 #include "hook_test.h"
@@ -58,11 +59,45 @@ static void round_trip(long allowed, uint64_t salt)
     }
 }
 
+enum { ROWS = 64, COLS = 48 };
+
+/* Strided updates of a mapped grid, columns of it (pieces the hook reads from the descriptors
+ * and copies as one rectangle): from two columns, to every other row of a third. */
+static void strided_round(long allowed, uint64_t salt)
+{
+    ht_buf b = ht_buf_new(ROWS * COLS, salt * 100);
+    unsigned char(*g)[COLS] = (unsigned char(*)[COLS])(void *)b.p;
+    unsigned char(*h)[COLS] = g; /* one variable per item of a construct */
+#pragma omp target enter data map(to : g[0:ROWS][0:COLS])
+    ht_buf_scramble(&b, 0, b.n, salt * 100 + 1);
+    ht_buf_poison(&b, salt * 100 + 2);
+    ob_alloc_fail_after_for_testing(allowed);
+#pragma omp target update from(g[0:ROWS][5:1], h[0:ROWS][9:1])
+    ob_alloc_fail_after_for_testing(-1);
+    for (size_t r = 0; r < ROWS; r++) {
+        ht_buf_copied_from(&b, r * COLS + 5, 1);
+        ht_buf_copied_from(&b, r * COLS + 9, 1);
+    }
+    ht_buf_expect(&b, 0, b.n, "after strided update from");
+    ht_buf_host_new(&b, 0, b.n, salt * 100 + 3);
+    ob_alloc_fail_after_for_testing(allowed);
+#pragma omp target update to(g[0:ROWS:2][7:1])
+    ob_alloc_fail_after_for_testing(-1);
+    for (size_t r = 0; r < ROWS; r += 2)
+        ht_buf_copied_to(&b, r * COLS + 7, 1);
+    ht_buf_expect(&b, 0, b.n, "after strided update to");
+#pragma omp target exit data map(delete : g[0:ROWS][0:COLS])
+    ht_buf_expect_host(&b, "after the grid's exit");
+    ht_buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     ht_init(argc, argv, "alloc_failures");
     /* From no allocation allowed to more than a construct makes: each one fails in turn. */
     for (long allowed = 0; allowed < 40; allowed++)
         round_trip(allowed, (uint64_t)allowed + 1);
+    for (long allowed = 0; allowed < 24; allowed++)
+        strided_round(allowed, (uint64_t)allowed + 50);
     return ob_check_finish("alloc_failures");
 }
