@@ -28,15 +28,44 @@
 #include "plugin/hook/noncontig.h"
 #include "ompbatch.h"
 
-/* The entries a zero-size item at ptr may reach: libomptarget looks such an item up in the
- * entry at or before it, taken as extended back to that entry's base pointer, else in the
- * first entry after it, extended back to its base, which the mirror does not know. So the
- * mirrored entries on either side of ptr, however far; 1 when one is `entry`. */
+/* Whether a zero-size item at ptr may reach a mirrored entry next to it: libomptarget looks
+ * such an item up in the entry at or before it (reached when ptr lies before its end, or
+ * before its base pointer), else in the first entry after it (reached when ptr is not below
+ * its base). Entries the hook did not see made may lie between, so this can only rule out;
+ * an entry whose base the mirror does not know may be reached. */
+static int may_reach(const ob_mirror_entry *e, uintptr_t ptr)
+{
+    if (e == NULL)
+        return 0;
+    if (e->begin <= ptr && ptr < e->end)
+        return 1;
+    if (!e->base_known)
+        return 1;
+    return e->begin <= ptr ? ptr < e->base : ptr >= e->base;
+}
+
+/* The entries a zero-size item at ptr may reach: of the mirrored entries on either side of
+ * it, however far, those may_reach allows; 1 when one is `entry`. */
 static int zero_size_reaches(int device, uintptr_t ptr, const ob_mirror_entry *entry)
 {
     ob_mirror_entry *below = NULL, *above = NULL;
     ob_mirror_neighbours(device, ptr, &below, &above);
-    return entry != NULL && (entry == below || entry == above);
+    return entry != NULL && ((entry == below && may_reach(below, ptr)) ||
+                             (entry == above && may_reach(above, ptr)));
+}
+
+/* The base pointer libomptarget keeps with the entry item i creates: a pointer-based item's
+ * object takes its pointer's value as base, any other item its own base. */
+static void runtime_base(const ob_map_args *a, int32_t i, ob_mirror_entry *entry)
+{
+    entry->base_known = 0;
+    if (!(a->types[i] & OB_MAP_PTR_AND_OBJ)) {
+        entry->base = (uintptr_t)a->bases[i];
+        entry->base_known = 1;
+    } else if (a->bases[i] != NULL) {
+        entry->base = (uintptr_t)*(void *const *)a->bases[i];
+        entry->base_known = 1;
+    }
 }
 
 /* A zero-size item inside a mirrored entry reaches exactly that entry: entries never overlap,
@@ -61,25 +90,31 @@ static void forget_zero_size_reach(int device, uintptr_t ptr)
 {
     ob_mirror_entry *below = NULL, *above = NULL;
     ob_mirror_neighbours(device, ptr, &below, &above);
+    int above_reached = may_reach(above, ptr);
     uintptr_t above_begin = above != NULL ? above->begin : 0;
     uintptr_t above_end = above != NULL ? above->end : 0;
-    if (below != NULL)
+    if (may_reach(below, ptr))
         ob_foreign_forget_range(device, below->begin, below->end); /* invalidates above */
-    if (above_end > above_begin)
+    if (above_reached && above_end > above_begin)
         ob_foreign_forget_range(device, above_begin, above_end);
 }
 
 /* Ranges whose entries an item may change in ways the mirror does not follow: the item's
- * own, the pointer of an attachment, and for zero-size items the stretch back to the base
- * (libomptarget looks those up extended to their base pointer) and the entries on either
- * side (zero_size_reaches). */
+ * own (from its base pointer on), the pointer of an attachment, and for a zero-size item the
+ * entries it may reach (zero_size_reaches) and the byte it names, but not the stretch back
+ * to its base: libomptarget looks it up by that byte alone, and creates nothing for it. */
 static void drop_touched(int device, const ob_map_args *a, int32_t i)
 {
     uintptr_t begin = (uintptr_t)a->begins[i];
     uintptr_t end = begin + (a->sizes[i] > 0 ? (uintptr_t)a->sizes[i] : 1);
     uintptr_t base = (uintptr_t)a->bases[i];
-    if (a->sizes[i] <= 0)
+    if (a->sizes[i] <= 0) {
         forget_zero_size_reach(device, begin);
+        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ)) {
+            ob_foreign_forget_range(device, begin, end);
+            return;
+        }
+    }
     if (a->types[i] & OB_MAP_PTR_AND_OBJ)
         ob_foreign_forget_range(device, base, base + sizeof(void *));
     else if (base < begin)
@@ -480,6 +515,7 @@ static void learn_followed_items(const ob_construct *c, const ob_hook_item *item
                 continue;
             ob_mirror_entry entry = {.begin = it->begin, .end = it->end,
                                      .device = (uintptr_t)device, .dyn = !hold, .hold = hold};
+            runtime_base(&c->args, i, &entry);
             ob_foreign_learn_entry(c->device, &entry);
         }
     }
@@ -583,6 +619,7 @@ void ob_hook_begin(const ob_construct *c)
             continue;
         }
         ob_mirror_entry entry = {.begin = it->begin, .end = it->end, .device = (uintptr_t)device};
+        runtime_base(a, i, &entry);
         if (it->type & OB_MAP_OMPX_HOLD)
             entry.hold = 1;
         else
@@ -661,11 +698,6 @@ static int reached_by_zero_size(const ob_construct *c, const ob_hook_item *items
             ((a->types[i] & OB_MAP_PTR_AND_OBJ) && entry->begin < base + sizeof(void *) &&
              base < entry->end))
             return 1;
-        if (!(a->types[i] & OB_MAP_PTR_AND_OBJ)) {
-            uintptr_t lo = base < at ? base : at, hi = base > at ? base : at;
-            if (lo < entry->end && hi >= entry->begin)
-                return 1;
-        }
     }
     return 0;
 }

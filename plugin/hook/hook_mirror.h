@@ -21,6 +21,8 @@ typedef struct ob_mirror_entry {
     uintptr_t device;    /* device address of begin */
     uint64_t dyn;        /* dynamic reference count */
     uint64_t hold;       /* ompx_hold reference count */
+    uintptr_t base;      /* the base pointer libomptarget keeps with it, where base_known */
+    int base_known;
 } ob_mirror_entry;
 
 typedef enum ob_mirror_found {

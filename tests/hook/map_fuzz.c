@@ -22,8 +22,7 @@
  *
  * Usage: map_fuzz <seed> [constructs] [edges]. The zero-size sections and the associations
  * come with `edges` only: the hook leaves the mappings they may reach and associated memory to
- * the runtime (docs/hook.md), so that runs with them batch far less, some no region at all.
- * Prints one line per construct (its kind and the hashes) and "map_fuzz: N constructs, M
+ * the runtime (docs/hook.md), so that runs with them batch a little less. Prints one line per construct (its kind and the hashes) and "map_fuzz: N constructs, M
  * checks passed, K failed".
  */
 #include "hook_test.h"

@@ -586,6 +586,47 @@ static void test_zero_size_inside_entry(void)
     }
 }
 
+/* Zero-size items outside every entry, of another array or one past an entry's end, reach
+ * no entry of an array mapped from its start (libomptarget reaches the entry before such an
+ * item only below that entry's base, the one after it only from its base on): the mapped
+ * array's updates stay batched after each. */
+static void test_zero_size_elsewhere(void)
+{
+    uint64_t r = ht_state(15);
+    ht_buf x = ht_buf_new(ht_between(&r, 64, 3000), 170);
+    ht_buf y = ht_buf_new(ht_between(&r, 64, 3000), 171);
+    unsigned char *p = x.p, *q = y.p;
+    size_t n = x.n, k = ht_between(&r, 0, y.n);
+#pragma omp target enter data map(to : p[0:n])
+    ht_buf_copied_to(&x, 0, n);
+    for (int variant = 0; variant < 4; variant++) {
+        if (variant == 0) {
+#pragma omp target enter data map(to : q[k:0])
+        } else if (variant == 1) {
+#pragma omp target exit data map(release : q[k:0])
+        } else if (variant == 2) {
+#pragma omp target enter data map(alloc : p[n:0])
+        } else {
+#pragma omp target data map(tofrom : q[k:0])
+            {
+                printf("  inside a block of a zero-size item elsewhere: %s\n",
+                       ht_is_mapped(q, y.n) ? "mapped" : "unmapped");
+            }
+        }
+        ht_buf_host_new(&x, 0, n, 172 + (uint64_t)variant);
+#pragma omp target update to(p[0:n])
+        ht_buf_copied_to(&x, 0, n);
+        ht_buf_expect(&x, 0, n, "after a zero-size item elsewhere");
+    }
+    ht_buf_poison(&x, 176);
+#pragma omp target exit data map(from : p[0:n])
+    ht_buf_copied_from(&x, 0, n);
+    ht_buf_expect_host(&x, "after the exit");
+    ht_report("zero-size elsewhere", x.p, n);
+    ht_buf_free(&x);
+    ht_buf_free(&y);
+}
+
 /* ---- nested target data --------------------------------------------------------------------- */
 
 /* The inner region's kernel: c[j] = a[j % na] + 1, and a scrambled with tag. */
@@ -727,6 +768,7 @@ int main(int argc, char **argv)
     test_zero_size_at_end();
     test_zero_size_near_entry();
     test_zero_size_inside_entry();
+    test_zero_size_elsewhere();
     test_nested();
     test_partial();
     return ob_check_finish("maps_basic");
