@@ -58,6 +58,11 @@ void ob_alloc_fail_after_for_testing(long successes)
     allowed = successes;
 }
 
+long ob_alloc_left_for_testing(void)
+{
+    return allowed;
+}
+
 /* Scratch of this size or more is mapped from the kernel and unmapped when freed. Through
  * malloc, freeing a large block raises glibc's mmap threshold to its size (up to 32 MiB), after
  * which the next large scratch comes from the heap and stays resident after it is freed: a

@@ -33,4 +33,7 @@ void ob_scratch_free(void *ptr, size_t size);
  * library use. */
 void ob_alloc_fail_after_for_testing(long successes);
 
+/* The successful allocations left before the seam fails: 0 once it fails, -1 when unset. */
+long ob_alloc_left_for_testing(void);
+
 #endif

@@ -20,6 +20,7 @@
 #include "tests/support/fake_fixture.h"
 
 extern "C" {
+#include "plugin/core/alloc.h"
 #include "plugin/cuda/kernel_module.h"
 #include "plugin/core/config.h"
 #include "plugin/plan/cost.h"
@@ -357,6 +358,74 @@ TEST_P(FaultSweep, FailsCleanlyOrIsRoutedAround)
     why.clear();
     EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 500 + tally.tried, &why)) << why;
     ob_staging_free_idle();
+}
+
+// Every allocation the library makes during the workload fails in turn (and every one after
+// it): each run completes with every byte right (the library routed around it) or reports an
+// error with a message; nothing is left pending or pushed, none of the fake driver's memory is
+// left behind, and the workload then runs clean. Blocking waits with bulk copies, so that the
+// staged levels use device staging too.
+class AllocSweep : public FakeDriver {
+protected:
+    void SetUp() override
+    {
+        FakeDriver::SetUp();
+        setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+        setenv("OMPBATCH_BUS_KB", "0", 1);
+        ob_driver_reload_for_testing();
+    }
+    void TearDown() override
+    {
+        ob_alloc_fail_after_for_testing(-1);
+        ob_staging_free_idle(); /* the fake's memory goes with the next test's reset */
+        unsetenv("OMPBATCH_WAIT_POLL_US");
+        unsetenv("OMPBATCH_BUS_KB");
+        ob_driver_reload_for_testing();
+        FakeDriver::TearDown();
+    }
+};
+
+TEST_F(AllocSweep, EveryAllocationFailsInTurn)
+{
+    Buffers buffers;
+    std::string why;
+    ASSERT_EQ(OMPBATCH_OK, Workload(buffers, 1, &why)) << why;
+    ob_staging_free_idle();
+    fake_cuda_stats base;
+    fake().get_stats(&base);
+    size_t surfaced = 0, routed = 0;
+    long allowed = 0;
+    for (; allowed < 20000; allowed++) {
+        why.clear();
+        ob_alloc_fail_after_for_testing(allowed);
+        int status = Workload(buffers, 2 + static_cast<uint64_t>(allowed), &why);
+        long left = ob_alloc_left_for_testing();
+        ob_alloc_fail_after_for_testing(-1);
+        ob_staging_free_idle();
+        fake_cuda_stats after;
+        fake().get_stats(&after);
+        ASSERT_NE(-1000, status) << "allocation " << allowed << ": " << why;
+        EXPECT_EQ(0u, after.pending_copies) << "allocation " << allowed;
+        EXPECT_EQ(0, fake().ctx_stack_depth()) << "allocation " << allowed;
+        EXPECT_EQ(base.live_allocations, after.live_allocations) << "allocation " << allowed;
+        if (status != OMPBATCH_OK) {
+            surfaced++;
+            EXPECT_LT(status, 0);
+            EXPECT_STRNE("OMPBATCH_ERR_UNKNOWN", ompbatch_err_name(status));
+            EXPECT_FALSE(why.empty()) << "allocation " << allowed;
+        } else if (left == 0) {
+            routed++;
+        } else {
+            break; /* the workload needs fewer allocations than allowed: every one was tried */
+        }
+    }
+    std::printf("allocation sweep: the workload's %ld allocations each failed in turn: %zu "
+                "failures reported, %zu routed around\n",
+                allowed, surfaced, routed);
+    EXPECT_LT(allowed, 20000) << "the sweep did not reach the end of the workload";
+    EXPECT_GE(surfaced, 10u);
+    why.clear();
+    EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 99, &why)) << why;
 }
 
 // "cuMemAlloc_Call2_OutOfMemory_Polling": each injection a test of its own.
