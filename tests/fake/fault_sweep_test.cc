@@ -1,6 +1,6 @@
 // Injected faults at every driver call site: for every entry point the library resolves (and
 // cuGetProcAddress and either batch form), the 1st, 2nd and 3rd call fails with each of two
-// results, in four passes (polling waits, blocking waits with bulk copies, the v12080 batch
+// results (every lookup of cuGetProcAddress, so that each entry point goes missing in turn), in four passes (polling waits, blocking waits with bulk copies, the v12080 batch
 // form, and the last two together), during a workload that loads the driver, calibrates
 // nothing (built-in model), creates batches of every strategy, moves pinned, pageable and
 // device memory both ways, and refills one batch with the same copies until its kernel runs
@@ -212,10 +212,14 @@ std::vector<Fault> AllFaults()
 {
     std::vector<Fault> faults;
     const CUresult results[] = {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_LAUNCH_FAILED};
+    // The driver's entry points are looked up one by one at load: a failed lookup leaves that
+    // one missing, whichever it is.
+    const unsigned long lookups = sizeof(kEntryPoints) / sizeof(kEntryPoints[0]) + 4;
     for (int pass = 0; pass < 4; pass++)
         for (const char *site : kEntryPoints)
             for (CUresult result : results)
-                for (unsigned long nth = 1; nth <= 3; nth++)
+                for (unsigned long nth = 1;
+                     nth <= (std::string(site) == "cuGetProcAddress" ? lookups : 3); nth++)
                     faults.push_back({pass, site, nth, result});
     return faults;
 }
@@ -246,9 +250,9 @@ public:
         for (const char *site : kEntryPoints)
             if (!t.sites_hit.count(site))
                 missed += std::string(" ") + site;
-        std::printf("fault sweep: %zu injections (%zu entry points x 3 calls x 2 results x 4 "
-                    "passes: polling waits, blocking waits and bulk copies, the v12080 batch "
-                    "form, both); %zu call "
+        std::printf("fault sweep: %zu injections (%zu entry points x 3 calls, every lookup of "
+                    "cuGetProcAddress, x 2 results x 4 passes: polling waits, blocking waits and "
+                    "bulk copies, the v12080 batch form, both); %zu call "
                     "sites reached: %zu faults surfaced as errors, %zu routed around; %zu "
                     "injections not reached by the workload; entry points it never calls:%s\n",
                     t.tried, sizeof(kEntryPoints) / sizeof(kEntryPoints[0]), t.sites_hit.size(),
