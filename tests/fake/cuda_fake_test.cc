@@ -578,6 +578,13 @@ TEST_F(CudaBackend, AStreamOfAnotherContextIsRefused)
     ASSERT_EQ(0, fake().inject_failure("cuStreamGetCtx", 1, CUDA_ERROR_UNKNOWN));
     EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, other, nullptr));
     EXPECT_EQ(0, fake().ctx_stack_depth());
+    // The device's context cannot be made current to ask: reported, nothing left pushed.
+    ASSERT_EQ(0, fake().inject_failure("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN));
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_create(&b, 1, other, nullptr));
+    EXPECT_TRUE(message_has("cuCtxPushCurrent failed")) << ompbatch_last_error();
+    EXPECT_EQ(nullptr, b);
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    fake().clear_injections();
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
     EXPECT_EQ(CUDA_SUCCESS, d->fn.cuStreamDestroy(other));
     ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
