@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "plugin/api/batch.h"
+#include "plugin/api/batch_add.h"
 #include "plugin/core/error.h"
 #include "plugin/plan/plan.h"
 #include "plugin/plan/walk.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plugin/api/batch.h"
+#include "plugin/api/batch_add.h"
 #include "plugin/api/cost_models.h"
 #include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
