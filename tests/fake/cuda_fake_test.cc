@@ -60,6 +60,25 @@ TEST_F(CudaBackend, ChoosesTheBatchFormByDriverVersion)
         EXPECT_EQ(row.forced, info.forced);
         EXPECT_STREQ("", info.reason);
     }
+    // A driver that answers the lookup of an entry point it lacks with CUDA_SUCCESS, saying so
+    // only in the lookup's result: the form is chosen by what it has all the same.
+    for (int version : {13000, 12080, 12040}) {
+        load(version);
+        fake().set_unavailable_result(CUDA_SUCCESS);
+        fake().deinit();
+        ob_driver_reload_for_testing();
+        ASSERT_TRUE(ob_driver_get()->loaded) << ob_driver_get()->reason;
+        ompbatch_driver_info info;
+        std::memset(&info, 0, sizeof(info));
+        info.struct_size = sizeof(info);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_get_driver_info(&info));
+        EXPECT_EQ(version >= 13000   ? OMPBATCH_FORM_V13000
+                  : version >= 12080 ? OMPBATCH_FORM_V12080
+                                     : OMPBATCH_FORM_PER_COPY,
+                  info.batch_form)
+            << version;
+    }
+    load();
 }
 
 TEST_F(CudaBackend, FailedInitMeansNoDriverWithTheReason)
@@ -70,6 +89,17 @@ TEST_F(CudaBackend, FailedInitMeansNoDriverWithTheReason)
     const ob_driver *d = ob_driver_get();
     EXPECT_EQ(0, d->loaded);
     EXPECT_NE(nullptr, std::strstr(d->reason, "cuInit failed: CUDA_ERROR_NO_DEVICE"));
+    // The failure's name cannot be had either: the reason still says what failed, by number.
+    fake().deinit();
+    ASSERT_EQ(0, fake().inject_failure("cuGetErrorName", 1, CUDA_ERROR_UNKNOWN));
+    ob_driver_reload_for_testing();
+    EXPECT_EQ(0, ob_driver_get()->loaded);
+    EXPECT_NE(nullptr, std::strstr(ob_driver_get()->reason, "cuInit failed: unknown error (100)"))
+        << ob_driver_get()->reason;
+    fake().clear_injections();
+    fake().deinit();
+    ob_driver_reload_for_testing();
+    d = ob_driver_get();
     ompbatch_batch *b = nullptr;
     EXPECT_EQ(OMPBATCH_ERR_INVALID_DEVICE, ompbatch_batch_create(&b, 1, nullptr, nullptr));
     EXPECT_TRUE(message_has("no CUDA driver"));
