@@ -1074,6 +1074,56 @@ TEST_F(Strategy, DependentLevelsStageInOrder)
     EXPECT_EQ(16u, b.stats().staged_copies);
 }
 
+// A batch of two dependent levels, the second reading what the first copies into pageable
+// memory: the stream failing while it runs fails the submit with the driver's error, writes
+// none of the first level's pageable destinations and runs no later level; the same copies
+// then go through clean.
+TEST_F(Strategy, AFailedWaitBetweenLevelsStopsTheLaterOnes)
+{
+    Buffer x(DEVICE, 8192), bb(PAGEABLE, 8192), y(DEVICE, 8192);
+    x.fill(6);
+    bb.fill(7);
+    y.fill(8);
+    std::vector<unsigned char> bb_before(bb.ptr, bb.ptr + bb.bytes);
+    std::vector<unsigned char> y_before(y.ptr, y.ptr + y.bytes);
+    ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+    Batch b(0, nullptr, &o);
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, bb.ptr + i * 1000, H, x.ptr + i * 1000, 0,
+                                                  777, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, y.ptr + i * 1000, 0, bb.ptr + i * 1000, H,
+                                                  777, 0));
+    }
+    fake().fail_next_sync(CUDA_ERROR_ILLEGAL_ADDRESS);
+    int status = ompbatch_batch_submit(b.b);
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, status) << "the failure did not fail the submit";
+    if (status == OMPBATCH_OK)
+        status = ompbatch_batch_wait(b.b);
+    EXPECT_EQ(OMPBATCH_ERR_DRIVER, status);
+    EXPECT_TRUE(message_has("ILLEGAL_ADDRESS")) << ompbatch_last_error();
+    ompbatch_batch_wait(b.b);
+    fake().clear_injections();
+    EXPECT_EQ(0, std::memcmp(bb_before.data(), bb.ptr, bb.bytes)) << "an unpack ran after the failure";
+    EXPECT_EQ(0, std::memcmp(y_before.data(), y.ptr, y.bytes)) << "the later level ran";
+    fake_cuda_stats f;
+    fake().get_stats(&f);
+    EXPECT_EQ(0u, f.pending_copies);
+    // The same copies again, clean: every byte.
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(b.b));
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, bb.ptr + i * 1000, H, x.ptr + i * 1000, 0,
+                                                  777, 0));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, y.ptr + i * 1000, 0, bb.ptr + i * 1000, H,
+                                                  777, 0));
+    }
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b));
+    for (int i = 0; i < 8; i++) {
+        EXPECT_EQ(0, std::memcmp(bb.ptr + i * 1000, x.ptr + i * 1000, 777)) << i;
+        EXPECT_EQ(0, std::memcmp(y.ptr + i * 1000, x.ptr + i * 1000, 777)) << i;
+    }
+}
+
 TEST_F(Strategy, HostCopiesBesideStagedOnesInOneLevel)
 {
     // Host-to-host copies run on the calling thread; they must not end the level's staged
