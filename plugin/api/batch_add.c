@@ -220,7 +220,7 @@ static int add_multi(ompbatch_batch *batch, size_t index, void *dst, int dst_dev
     return batch->multi_ops->add(batch->multi, &copy);
 }
 
-static int check_open(const ompbatch_batch *batch)
+int ob_batch_check_open(const ompbatch_batch *batch)
 {
     int status = ob_batch_live(batch);
     if (status != OMPBATCH_OK)
@@ -229,11 +229,6 @@ static int check_open(const ompbatch_batch *batch)
         return ob_fail(OMPBATCH_ERR_BAD_STATE,
                        "the batch was submitted; reset it before adding copies");
     return OMPBATCH_OK;
-}
-
-int ob_batch_check_open(const ompbatch_batch *batch)
-{
-    return check_open(batch);
 }
 
 size_t ob_batch_added(const ompbatch_batch *batch)
