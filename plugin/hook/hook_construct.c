@@ -873,24 +873,34 @@ int ob_hook_kernel_maps(int device, const ob_kernel_args *k)
         .names = k->arg_names,
         .mappers = k->arg_mappers,
     };
+    /* One pass over the types first: most regions attach nothing and wait, and a region the
+     * hook forwards on a busy host should cost it no more than this. */
+    int attaches = 0, mappers = 0;
+    for (int32_t i = 0; i < a.count; i++) {
+        attaches |= (a.types[i] & OB_MAP_PTR_AND_OBJ) != 0;
+        mappers |= ob_hook_has_mapper(&a, i);
+    }
+    int nowait = (k->flags & OB_KERNEL_NOWAIT) != 0;
+    if (!attaches && !nowait)
+        return mappers;
     /* A region's maps are balanced, so the counts of mirrored entries come back to what
      * they were; what can outlive it is an attachment inside a mirrored entry. */
     ob_mirror_kernel_lock();
-    for (int32_t i = 0; i < a.count; i++) {
+    for (int32_t i = 0; i < a.count && attaches; i++) {
         if (!(a.types[i] & OB_MAP_PTR_AND_OBJ))
             continue;
         uintptr_t p = (uintptr_t)a.bases[i];
         ob_foreign_forget_range(device, p, p + sizeof(void *));
     }
     /* A nowait region's entries live on after the call returns, for as long as it runs. */
-    if (k->flags & OB_KERNEL_NOWAIT) {
+    if (nowait) {
         ob_foreign_note_async();
         for (int32_t i = 0; i < a.count; i++)
             if (!(a.types[i] & (OB_MAP_PRIVATE | OB_MAP_LITERAL)))
                 drop_touched(device, &a, i);
     }
     ob_mirror_kernel_unlock();
-    return ob_hook_any_mapper(&a);
+    return mappers;
 }
 
 void ob_hook_kernel_mappers_done(int device)

@@ -103,8 +103,9 @@ static int worth_splitting(size_t to, size_t from)
 /* The runtime is asked about the items the mirror does not hold (a call each, at both ends)
  * only when they could still make the split pay: on a busy host most regions that come this
  * far, a reduction over present arrays among them, are decided by the mirror alone. */
-int ob_hook_region_splittable(int device, const ob_kernel_args *k)
+int ob_hook_region_splittable(int device, const ob_kernel_args *k, int *all_mirrored)
 {
+    *all_mirrored = 0;
     if (k->num_args == 0 || (k->flags & OB_KERNEL_NOWAIT) || k->arg_base_ptrs == NULL ||
         k->arg_ptrs == NULL || k->arg_sizes == NULL || k->arg_types == NULL)
         return 0;
@@ -121,7 +122,7 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
     if (!worth_splitting(to_items, from_items))
         return 0;
     size_t to = 0, from = 0, unknown_to = 0, unknown_from = 0;
-    int unsafe = 0, worth = 0;
+    int unsafe = 0, worth = 0, unmirrored = 0;
     ob_mirror_kernel_lock();
     for (uint32_t i = 0; i < k->num_args && !unsafe; i++) {
         int64_t t = k->arg_types[i];
@@ -129,6 +130,7 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
             continue;
         region_item item = classify_by_mirror(device, k, i);
         unsafe = item == REGION_ITEM_UNSAFE;
+        unmirrored |= item != REGION_ITEM_FINE && item != REGION_ITEM_FROM;
         if (item == REGION_ITEM_UNKNOWN) {
             unknown_to += (t & OB_MAP_TO) != 0;
             unknown_from += (t & OB_MAP_FROM) != 0;
@@ -148,6 +150,11 @@ int ob_hook_region_splittable(int device, const ob_kernel_args *k)
         worth = !unsafe && worth_splitting(to, from);
     }
     ob_mirror_kernel_unlock();
+    /* Learning clears foreign ranges the runtime no longer holds after the region. An item
+     * inside a mirrored entry now is held by the runtime throughout: its entry is there
+     * already, data constructs (which alone remove entries) wait for the region's shared
+     * lock, and the region's own maps come back to the counts they started from. */
+    *all_mirrored = !unmirrored;
     return worth;
 }
 

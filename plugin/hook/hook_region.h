@@ -10,9 +10,11 @@
  * are): libomptarget 16's own target() is that sequence, so the results are the same, and
  * the begin and end halves batch what they can. 1 when the hook would then make two copies
  * or more to the device or one from it, and every mapped item is one whose begin cannot fail
- * differently (docs/hook.md, "Target regions"); 0 to forward the region as it is. Callers
- * hold the construct lock (shared is enough). */
-int ob_hook_region_splittable(int device, const ob_kernel_args *args);
+ * differently (docs/hook.md, "Target regions"); 0 to forward the region as it is. Sets
+ * *all_mirrored to 1 when it found every mapped item inside an entry the mirror holds (the
+ * region then has nothing for ob_hook_region_learn), else to 0. Callers hold the construct
+ * lock (shared is enough). */
+int ob_hook_region_splittable(int device, const ob_kernel_args *args, int *all_mirrored);
 
 /* The map types of a split region's kernel: types[i] is args' with TO, FROM and ALWAYS
  * cleared on every mapped item (not PRIVATE or LITERAL: PRIVATE|TO is a firstprivate). */

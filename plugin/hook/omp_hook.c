@@ -423,7 +423,8 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
         ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
         return result;
     }
-    if (ob_hook_region_splittable(device, args)) {
+    int all_mirrored = 0;
+    if (ob_hook_region_splittable(device, args, &all_mirrored)) {
         pthread_rwlock_unlock(&construct_lock);
         ob_construct c = {.loc = loc, .device_id = device_id, .device = device, .region = 1,
                           .args = {(int32_t)args->num_args, args->arg_base_ptrs, args->arg_ptrs,
@@ -445,7 +446,9 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     ob_phase_end(OB_PHASE_KERNEL, started);
     if (mappers)
         ob_hook_kernel_mappers_done(device);
-    if (result == 0 && !mappers)
+    /* Learning looks at items outside the mirror; a region whose items all lie in it,
+     * forwarded on a busy host, costs the look-ups above and nothing more. */
+    if (result == 0 && !mappers && !all_mirrored)
         ob_hook_region_learn(device, args);
     pthread_rwlock_unlock(&construct_lock);
     ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
