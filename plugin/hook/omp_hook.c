@@ -1,6 +1,7 @@
 /* The OpenMP hook's entry points: definitions of libomptarget's data entry points that come
  * first in symbol lookup (the program links -lompbatch before the OpenMP runtime, or preloads
- * libompbatch.so), decide what the hook copies itself (hook_construct.c) and forward the rest
+ * libompbatch.so), decide what the hook copies itself (hook_update.c, hook_begin.c,
+ * hook_end.c, hook_region.c) and forward the rest
  * to the runtime's own definitions (hook_runtime.c).
  *
  * Re-entry: libomptarget calls some of these through its own PLT (its legacy and nowait
@@ -27,7 +28,9 @@
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/core/workers.h"
+#include "plugin/hook/hook_begin.h"
 #include "plugin/hook/hook_construct.h"
+#include "plugin/hook/hook_end.h"
 #include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_forward.h"
@@ -37,6 +40,7 @@
 #include "plugin/hook/hook_runtime.h"
 #include "plugin/hook/hook_state.h"
 #include "plugin/hook/hook_stats.h"
+#include "plugin/hook/hook_update.h"
 #include "plugin/hook/omp_abi.h"
 #include "ompbatch.h"
 #include "plugin/core/phase_time.h"
