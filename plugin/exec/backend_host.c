@@ -1,7 +1,7 @@
 #include <string.h>
 
 #include "plugin/exec/backend.h"
-#include "plugin/exec/backend_staged.h"
+#include "plugin/exec/staged_wait.h"
 
 static void copy_plain(void *dst, const void *src, size_t bytes)
 {

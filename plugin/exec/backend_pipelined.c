@@ -16,7 +16,7 @@
 #include "plugin/cuda/staging.h"
 #include "plugin/cuda/stream_wait.h"
 #include "plugin/exec/backend.h"
-#include "plugin/exec/backend_staged.h"
+#include "plugin/exec/host_moves.h"
 
 /* 4 MiB chunks: the pack of one (about 100 us on eight threads, its source not cached) and
  * its copy (80 us) are long against a launch or an event query, and three of them take 12 MiB

@@ -6,7 +6,8 @@
  *   3. the level's cuMemcpyBatchAsync carries the bulk copies: packed bytes to the device,
  *      gathered bytes to pinned staging;
  *   4. kernel: scatter from device staging to the destinations;
- *   5. at the wait: unpack gathered bytes into their destinations, give the staging back.
+ *   5. at the wait (staged_wait.c): unpack gathered bytes into their destinations, give the
+ *      staging back.
  * A level whose packed and gathered bytes are few (OMPBATCH_BUS_KB) skips 3 and 4: its one
  * kernel reads the packed bytes from pinned staging and writes the gathered ones into it over
  * the bus, with no device staging at all. The copy kernel reaches mapped pinned memory about as
@@ -25,17 +26,16 @@
 #include <string.h>
 
 #include "plugin/core/alloc.h"
-#include "plugin/core/clock.h"
 #include "plugin/core/config.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/core/phase_time.h"
-#include "plugin/core/workers.h"
 #include "plugin/cuda/kernel_module.h"
 #include "plugin/cuda/resources.h"
 #include "plugin/cuda/stream_wait.h"
 #include "plugin/exec/backend_staged.h"
-#include "plugin/exec/stream_copy.h"
+#include "plugin/exec/host_moves.h"
+#include "plugin/exec/staged_wait.h"
 
 /* Pieces longer than a chunk are cut into several descriptors, one block each, so that a few
  * large pieces still keep many blocks busy: the chunk is a level's staged bytes over
@@ -45,19 +45,6 @@
 #define OB_CHUNK_MAX ((size_t)64 << 10)
 #define OB_CHUNK_TARGET_BLOCKS 1024
 #define OB_KERNEL_MAX_BLOCKS 65535u
-/* From this size a pack or unpack is a job for every pack thread, in parts of
- * OB_MOVE_PART_BYTES, several per thread: helpers that wake late still find work. From
- * OB_SHARED_MOVE_BYTES it is shared in parts of OB_SHARED_PART_BYTES with the few helpers it
- * needs, most of them still watching for work after the last pack; below that it stays on
- * the calling thread. A build may set the last two with -D to measure. */
-#define OB_PARALLEL_MOVE_BYTES ((size_t)256 << 10)
-#define OB_MOVE_PART_BYTES ((size_t)64 << 10)
-#ifndef OB_SHARED_MOVE_BYTES
-#define OB_SHARED_MOVE_BYTES ((size_t)32 << 10)
-#endif
-#ifndef OB_SHARED_PART_BYTES
-#define OB_SHARED_PART_BYTES ((size_t)8 << 10)
-#endif
 
 static size_t align_up(size_t value, size_t to)
 {
@@ -163,90 +150,6 @@ static ob_rect_piece rect_piece(const ob_rect *rect, uint64_t dst, const ob_walk
         piece.src_walk = *src_walk;
     piece.unit = ob_rect_unit(rect, dst, src);
     return piece;
-}
-
-/* ---- host moves ------------------------------------------------------------------------ */
-
-typedef struct move_job {
-    const ob_host_move *moves;
-    const size_t *starts; /* starts[i]: bytes of the moves before move i */
-    size_t count;
-    size_t total;
-    int into_staging;
-    void (*copy)(void *, const void *, size_t);
-} move_job;
-
-static void copy_plain(void *dst, const void *src, size_t bytes)
-{
-    memcpy(dst, src, bytes);
-}
-
-/* Compact bytes [begin, end) of a move. */
-static void move_range(const ob_host_move *m, size_t begin, size_t end, int into_staging,
-                       void (*copy)(void *, const void *, size_t))
-{
-    if (m->walk == NULL)
-        copy((char *)m->dst + begin, (const char *)m->src + begin, end - begin);
-    else if (into_staging)
-        ob_walk_copy(m->dst, NULL, m->src, m->walk, begin, end, copy);
-    else
-        ob_walk_copy(m->dst, m->walk, m->src, NULL, begin, end, copy);
-}
-
-/* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
-static void move_part(void *arg, size_t part, size_t parts)
-{
-    const move_job *job = arg;
-    size_t from = job->total / parts * part + (part < job->total % parts ? part : job->total % parts);
-    size_t to = from + job->total / parts + (part < job->total % parts ? 1 : 0);
-    /* The last move starting at or before `from`. */
-    size_t lo = 0, hi = job->count;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (job->starts[mid] <= from)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i < job->count && job->starts[i] < to; i++) {
-        const ob_host_move *m = &job->moves[i];
-        size_t at = job->starts[i];
-        size_t begin = from > at ? from - at : 0;
-        size_t end = to - at < m->bytes ? to - at : m->bytes;
-        if (begin < end)
-            move_range(m, begin, end, job->into_staging, job->copy);
-    }
-}
-
-void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kind)
-{
-    int into_staging = kind != OB_MOVE_UNPACK;
-    void (*copy)(void *, const void *, size_t) =
-        kind == OB_MOVE_PACK_STREAMING ? ob_copy_streaming : copy_plain;
-    size_t total = 0;
-    for (size_t i = 0; i < count; i++)
-        total += moves[i].bytes;
-    int shared = total < OB_PARALLEL_MOVE_BYTES;
-    size_t parts = total / (shared ? OB_SHARED_PART_BYTES : OB_MOVE_PART_BYTES);
-    size_t most = (shared ? 1 : 4) * ob_workers_threads();
-    if (parts > most)
-        parts = most;
-    size_t *starts = parts > 1 && total >= OB_SHARED_MOVE_BYTES
-                         ? ob_malloc(count * sizeof(*starts))
-                         : NULL;
-    if (starts == NULL) {
-        for (size_t i = 0; i < count; i++)
-            move_range(&moves[i], 0, moves[i].bytes, into_staging, copy);
-        return;
-    }
-    for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
-        starts[i] = at;
-    move_job job = {moves, starts, count, total, into_staging, copy};
-    if (shared)
-        ob_workers_share(move_part, &job, parts);
-    else
-        ob_workers_run(move_part, &job, parts);
-    free(starts);
 }
 
 /* ---- prepare ------------------------------------------------------------------------------- */
@@ -737,179 +640,6 @@ void ob_staged_abandon(ob_exec *exec)
 void ob_staged_forget_stream_words_for_testing(void)
 {
     __atomic_store_n(&stream_words_off, 0, __ATOMIC_RELAXED);
-}
-
-/* Unpacks the rectangle's landed chunks from the first not unpacked up to `to`. */
-static void unpack_chunks(ob_host_move *move, ob_rect_progress *p, size_t to)
-{
-    size_t begin = p->unpacked * p->chunk_bytes, end = to * p->chunk_bytes;
-    if (end > move->bytes)
-        end = move->bytes;
-    if (begin < end)
-        move_range(move, begin, end, 0, copy_plain);
-    p->unpacked = to;
-}
-
-/* How many of the rectangle's chunks, from the first, have landed. */
-static size_t chunks_landed(const ob_rect_progress *p)
-{
-    size_t landed = p->unpacked;
-    while (landed < p->chunks && __atomic_load_n(&p->flags[landed], __ATOMIC_ACQUIRE) != 0)
-        landed++;
-    return landed;
-}
-
-/* Looks at the words this many times between two stream queries while no chunk lands: a
- * look costs nanoseconds, a query about a microsecond. */
-#define OB_LOOKS_PER_QUERY 64
-/* Landed chunks are unpacked once they hold this much, or when they are the last ones. */
-#define OB_UNPACK_AT_LEAST ((size_t)16 << 10)
-
-/* What a wait that watches words in pinned memory does next (between_looks). */
-enum { OB_LOOK_AGAIN = 1, OB_STREAM_OVER, OB_STOP_LOOKING };
-
-/* Between two looks at words in pinned memory: every OB_LOOKS_PER_QUERY looks, whether more
- * than `budget` ns went by since `since`, and if not, whether the stream failed or finished.
- * The budget comes first, so that the words are looked at once more after every query (a
- * query can take long enough for the words to land meanwhile). Returns OB_LOOK_AGAIN,
- * OB_STREAM_OVER (exec->stream_busy is then cleared), OB_STOP_LOOKING (the budget is spent: the
- * wait blocks), or a negative status when the stream failed. */
-static int between_looks(ob_exec *exec, size_t *looks, uint64_t since, uint64_t budget)
-{
-    const ob_driver *driver = exec->driver;
-    if (++*looks % OB_LOOKS_PER_QUERY != 0)
-        return OB_LOOK_AGAIN;
-    if (ob_clock_ns() - since > budget)
-        return OB_STOP_LOOKING;
-    if (driver->fn.cuStreamQuery != NULL) {
-        CUresult r = driver->fn.cuStreamQuery(exec->stream);
-        if (r == CUDA_SUCCESS) {
-            exec->stream_busy = 0;
-            return OB_STREAM_OVER;
-        }
-        if (r != CUDA_ERROR_NOT_READY)
-            return ob_cu_check(driver, r, "cuStreamQuery");
-    }
-    return OB_LOOK_AGAIN;
-}
-
-/* While the stream runs, unpacks the gathered rectangles chunk by chunk as their words say
- * the chunks landed, one rectangle after the other (their launches run in that order). Stops
- * when all are unpacked, when a query finds the stream done (exec->stream_busy is then
- * cleared), or when no chunk landed for OMPBATCH_WAIT_POLL_US: the wait then blocks, and
- * complete unpacks what is left. The time is the poll's, but for the unpacks'. */
-static int unpack_as_chunks_land(ob_exec *exec)
-{
-    const ob_driver *driver = exec->driver;
-    if (driver->fn.cuStreamQuery == NULL)
-        return OMPBATCH_OK; /* nothing would end the loop if the words never came */
-    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
-    uint64_t started = ob_phase_start(), unpacking = 0;
-    uint64_t quiet_since = ob_clock_ns();
-    size_t looks = 0;
-    int status = OMPBATCH_OK;
-    for (size_t k = 0; k < exec->progress_count && exec->stream_busy;) {
-        ob_rect_progress *p = &exec->progress[k];
-        size_t landed = chunks_landed(p);
-        if (landed == p->chunks || (landed - p->unpacked) * p->chunk_bytes >= OB_UNPACK_AT_LEAST) {
-            uint64_t unpack_started = ob_phase_start();
-            unpack_chunks(&exec->moves[p->move], p, landed);
-            if (unpack_started != 0) {
-                ob_phase_end(OB_PHASE_UNPACK, unpack_started);
-                unpacking += ob_clock_ns() - unpack_started;
-            }
-            quiet_since = ob_clock_ns();
-            k += landed == p->chunks;
-            continue;
-        }
-        int next = between_looks(exec, &looks, quiet_since, budget);
-        if (next < 0)
-            status = next;
-        if (next < 0 || next == OB_STOP_LOOKING)
-            break;
-    }
-    if (started != 0)
-        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started - unpacking);
-    return status;
-}
-
-void ob_staged_complete(ob_exec *exec)
-{
-    /* What the waits left of the rectangles unpacked as their chunks landed; discarded
-     * unpacks (a failed wait) are past move_count. */
-    for (size_t k = 0; k < exec->progress_count; k++) {
-        ob_rect_progress *p = &exec->progress[k];
-        if (p->move < exec->move_count) {
-            unpack_chunks(&exec->moves[p->move], p, p->chunks);
-            exec->moves[p->move].bytes = 0;
-        }
-    }
-    exec->progress_count = 0;
-    if (exec->move_count > exec->unpack_begin)
-        ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
-                          OB_MOVE_UNPACK);
-    exec->move_count = exec->unpack_begin = 0;
-    exec->word_after = NULL;
-    ob_staging_release(exec->staging);
-    exec->staging = NULL;
-}
-
-/* Watches the words of the stream's last launch (kernels.h): once every block has set its
- * own, the launch's bytes are in place and nothing of the batch is left on the stream but the
- * launch's own end, so the batch stops waiting for it (exec->stream_busy is cleared). A query
- * every OB_LOOKS_PER_QUERY looks finds an error, or the stream over first (a driver call made
- * after the launch voids the words; this is the guard for anything else); after
- * OMPBATCH_WAIT_POLL_US without them the wait blocks as it would without words. */
-static int watch_done_words(ob_exec *exec)
-{
-    const uint32_t *words = exec->done_words;
-    size_t count = exec->done_word_count, seen = 0, looks = 0;
-    exec->done_words = NULL;
-    uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
-    if (budget == 0 || exec->done_after_calls != exec->driver_calls)
-        return OMPBATCH_OK;
-    uint64_t started = ob_phase_start(), since = ob_clock_ns();
-    int status = OMPBATCH_OK;
-    for (;;) {
-        while (seen < count && __atomic_load_n(&words[seen], __ATOMIC_ACQUIRE) != 0)
-            seen++;
-        if (seen == count) {
-            exec->stream_busy = 0;
-            break;
-        }
-        int next = between_looks(exec, &looks, since, budget);
-        if (next < 0)
-            status = next;
-        if (next != OB_LOOK_AGAIN)
-            break;
-    }
-    if (started != 0)
-        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started);
-    return status;
-}
-
-int ob_staged_wait(ob_exec *exec)
-{
-    int status = OMPBATCH_OK;
-    if (exec->stream_busy && exec->done_words != NULL)
-        status = watch_done_words(exec);
-    exec->done_words = NULL;
-    if (exec->stream_busy && exec->progress_count > 0 && status == OMPBATCH_OK)
-        status = unpack_as_chunks_land(exec);
-    if (exec->stream_busy && status == OMPBATCH_OK)
-        status = ob_stream_wait(exec->driver, exec->stream);
-    /* A failed synchronisation leaves the stream in an unknown state; asking again would
-     * report the same error, so the batch stops treating it as busy either way. */
-    exec->stream_busy = 0;
-    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
-    if (status != OMPBATCH_OK)
-        exec->move_count = exec->unpack_begin;
-    if (exec->staging != NULL || exec->move_count > 0) {
-        uint64_t started = ob_phase_start();
-        ob_staged_complete(exec);
-        ob_phase_end(OB_PHASE_UNPACK, started);
-    }
-    return status;
 }
 
 /* The staged step does its work in prepare and finish; run has nothing left to do. */

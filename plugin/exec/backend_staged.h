@@ -1,6 +1,6 @@
 /* The staged backend: packs of small pieces through pinned staging and the copy kernel, its
- * halves around a level's other steps, and the host moves (packs and unpacks) it and the
- * pipelined backend run on the pack threads. */
+ * halves around a level's other steps (its host moves: host_moves.h; its wait:
+ * staged_wait.h). */
 #ifndef OMPBATCH_PLUGIN_BACKEND_STAGED_H
 #define OMPBATCH_PLUGIN_BACKEND_STAGED_H
 
@@ -32,28 +32,6 @@ int ob_staged_flush_extras(ob_exec *exec);
 
 /* Frees the kept descriptors; the device's context is current. */
 void ob_staged_drop_kept(ob_exec *exec);
-
-/* Moves the unpacks pending after the stream is idle, and gives the staging back. */
-void ob_staged_complete(ob_exec *exec);
-
-/* What host moves do. A pack's compact destination is pinned staging the GPU reads next:
- * written with streaming stores (stream_copy.h) when the copy engine reads it in bulk, or
- * with ordinary stores when the copy kernel reads a small pack over the bus, which then finds
- * the bytes in the packing core's cache (one thread's streaming stores run at memory speed:
- * 64 KiB took 10 us on an H100's host, and twice ordinary stores' time on the build machine). */
-typedef enum ob_move_kind {
-    OB_MOVE_UNPACK = 0,     /* from compact staging into the program's memory */
-    OB_MOVE_PACK_STREAMING, /* into staging, streaming stores */
-    OB_MOVE_PACK_CACHED     /* into staging, ordinary stores */
-} ob_move_kind;
-
-/* Runs host moves, split across the pack threads when large. */
-void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kind);
-
-/* Waits for the device work of exec's stream (no-op when none is outstanding), then moves the
- * staged unpacks and gives the staging back (what ob_exec_wait does; the host and staged
- * backends wait through it before they reuse memory the stream may still read). */
-int ob_staged_wait(ob_exec *exec);
 
 /* Tries stream memory operations again after one failed (tests). */
 void ob_staged_forget_stream_words_for_testing(void);

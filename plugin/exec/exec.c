@@ -8,6 +8,7 @@
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/exec/backend_staged.h"
+#include "plugin/exec/staged_wait.h"
 #include "plugin/plan/route.h"
 
 static const ob_backend_ops *const backends[OB_ROUTE_COUNT] = {

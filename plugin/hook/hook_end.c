@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "plugin/core/phase_time.h"
-#include "plugin/exec/backend_staged.h"
+#include "plugin/exec/host_moves.h"
 #include "plugin/hook/hook_construct.h"
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_foreign.h"

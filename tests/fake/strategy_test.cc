@@ -24,6 +24,7 @@
 extern "C" {
 #include "plugin/cuda/kernel_module.h"
 #include "plugin/exec/backend_staged.h"
+#include "plugin/exec/host_moves.h"
 #include "plugin/api/batch.h"
 #include "plugin/core/config.h"
 #include "plugin/core/error.h"
