@@ -966,6 +966,58 @@ TEST_F(CudaBackend, AFailureAfterTheFallbackNamesTheCopy)
     EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
 }
 
+// Copies the planner merged fail as one: the message names the first copy added of the run
+// and how many neighbours it took in, for the batch call's failed index (12080 reports one)
+// and for the copy sent alone after it; every byte still arrives when only the batch call
+// failed.
+TEST_F(CudaBackend, AFailureOnMergedCopiesNamesTheRunsFirstCopy)
+{
+    for (int version : {12080, 13000}) {
+        load(version);
+        Buffer pinned(PINNED, 1 << 16), dev(DEVICE, 1 << 16);
+        pinned.fill(static_cast<uint64_t>(version) + 3);
+        std::memset(dev.ptr, 0xA5, dev.bytes);
+        Batch batch;
+        // Two runs of four touching copies, far apart: two copies after merging.
+        auto add_runs = [&] {
+            for (size_t run : {0u, 8192u})
+                for (size_t i = 0; i < 4; i++)
+                    ASSERT_EQ(OMPBATCH_OK,
+                              ompbatch_batch_add(batch.b, dev.ptr + run + i * 100, 0,
+                                                 pinned.ptr + run + i * 100, H, 100, 0));
+        };
+        add_runs();
+        ASSERT_EQ(0, fake().inject_batch_failure(1, 1, CUDA_ERROR_INVALID_VALUE));
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        if (version == 12080)
+            EXPECT_TRUE(message_has("copy 4 (merged with 3 neighbours): cuMemcpyBatchAsync"))
+                << ompbatch_last_error();
+        else
+            EXPECT_TRUE(message_has("batch of 2 copies (copy 0 first): cuMemcpyBatchAsync"))
+                << ompbatch_last_error();
+        for (size_t run : {0u, 8192u}) {
+            EXPECT_EQ(0, std::memcmp(dev.ptr + run, pinned.ptr + run, 400)) << run;
+            EXPECT_EQ(0xA5, dev.ptr[run + 400]) << "past the run at " << run;
+        }
+        EXPECT_EQ(2u, batch.stats().copies_done) << "planned copies: the two merged ones";
+        EXPECT_EQ(2, fake().call_count("cuMemcpyAsync")) << "one call per merged copy";
+        // The fallback's own copy fails too: that failure is the one reported.
+        std::memset(dev.ptr, 0xA5, dev.bytes);
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        add_runs();
+        ASSERT_EQ(0, fake().inject_batch_failure(1, 0, CUDA_ERROR_INVALID_VALUE));
+        ASSERT_EQ(0, fake().inject_failure("cuMemcpyAsync", 1, CUDA_ERROR_LAUNCH_FAILED));
+        EXPECT_EQ(OMPBATCH_ERR_DRIVER, ompbatch_batch_submit(batch.b));
+        EXPECT_TRUE(message_has("copy 0 (merged with 3 neighbours): cuMemcpyAsync failed: "
+                                "CUDA_ERROR_LAUNCH_FAILED"))
+            << ompbatch_last_error();
+        EXPECT_EQ(0u, batch.stats().copies_done);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b));
+        fake().clear_injections();
+    }
+}
+
 // A sticky error (the context is gone) fails the copies sent alone too: reported.
 TEST_F(CudaBackend, AStickyBatchFailureIsReported)
 {
