@@ -4,6 +4,7 @@
 // and the pack threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -26,6 +27,7 @@ extern "C" {
 #include "plugin/exec/backend_staged.h"
 #include "plugin/exec/host_moves.h"
 #include "plugin/api/batch.h"
+#include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
 #include "plugin/core/error.h"
 #include "plugin/plan/cost.h"
@@ -270,6 +272,89 @@ TEST_F(Strategy, OneBatchCallCarriesTheDirectCopiesAndBothBulkCopies)
         EXPECT_EQ(0, std::memcmp(want_dev.data(), dev.ptr, dev.bytes));
         EXPECT_EQ(0, std::memcmp(want_out.data(), host_out.ptr, host_out.bytes));
     }
+}
+
+// The same batch with each of its library allocations failing in turn (the bulk copies joining
+// the batch call grow its scratch): every failure is reported, leaves nothing enqueued,
+// pinned or leaked, and writes no destination partly; the batch after it moves every byte.
+TEST_F(Strategy, EveryAllocationOfABatchCarryingBulkCopiesFailsInTurn)
+{
+    const size_t small = 512, big = 4 << 20;
+    bus_kb("0");
+    setenv("OMPBATCH_WAIT_POLL_US", "0", 1);
+    Buffer host_in(PAGEABLE, 64 * 1024), dev(DEVICE, 32 << 20), pinned(PINNED, 2 * big);
+    auto run = [&](uint64_t seed, std::string *why) {
+        host_in.fill(seed);
+        pinned.fill(seed + 1);
+        std::memset(dev.ptr, 0xA5, dev.bytes);
+        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_AUTO);
+        ompbatch_batch *b = nullptr;
+        int status = ompbatch_batch_create(&b, 0, nullptr, &o);
+        for (size_t i = 0; i < 32 && status == OMPBATCH_OK; i++)
+            status = ompbatch_batch_add(b, dev.ptr + i * 1024, 0, host_in.ptr + i * 1024, H,
+                                        small, 0);
+        for (size_t i = 0; i < 2 && status == OMPBATCH_OK; i++)
+            status = ompbatch_batch_add(b, dev.ptr + (8 << 20) + i * (big + 4096), 0,
+                                        pinned.ptr + i * big, H, big, 0);
+        if (status == OMPBATCH_OK)
+            status = ompbatch_batch_submit(b);
+        int waited = b != nullptr ? ompbatch_batch_wait(b) : OMPBATCH_OK;
+        if (status == OMPBATCH_OK)
+            status = waited;
+        if (status != OMPBATCH_OK)
+            *why = ompbatch_last_error();
+        if (b != nullptr)
+            ompbatch_batch_destroy(b);
+        // Each piece arrived whole or not at all (the poison stays where nothing arrived).
+        for (size_t i = 0; i < 32; i++) {
+            const unsigned char *got = dev.ptr + i * 1024;
+            bool whole = std::memcmp(got, host_in.ptr + i * 1024, small) == 0;
+            bool none = std::all_of(got, got + small, [](unsigned char c) { return c == 0xA5; });
+            if (!(whole || (status != OMPBATCH_OK && none)))
+                return -1000;
+        }
+        for (size_t i = 0; i < 2; i++) {
+            const unsigned char *got = dev.ptr + (8 << 20) + i * (big + 4096);
+            if (status == OMPBATCH_OK && std::memcmp(got, pinned.ptr + i * big, big) != 0)
+                return -1000;
+        }
+        return status;
+    };
+    std::string why;
+    ASSERT_EQ(OMPBATCH_OK, run(1, &why)) << why;
+    ob_staging_free_idle();
+    fake_cuda_stats base;
+    fake().get_stats(&base);
+    size_t surfaced = 0;
+    long allowed = 0;
+    for (; allowed < 2000; allowed++) {
+        why.clear();
+        ob_alloc_fail_after_for_testing(allowed);
+        int status = run(2 + static_cast<uint64_t>(allowed), &why);
+        long left = ob_alloc_left_for_testing();
+        ob_alloc_fail_after_for_testing(-1);
+        ob_staging_free_idle();
+        fake_cuda_stats after;
+        fake().get_stats(&after);
+        ASSERT_NE(-1000, status) << "allocation " << allowed << ": a piece arrived in part";
+        EXPECT_EQ(0u, after.pending_copies) << "allocation " << allowed;
+        EXPECT_EQ(base.live_allocations, after.live_allocations) << "allocation " << allowed;
+        if (status != OMPBATCH_OK) {
+            surfaced++;
+            EXPECT_EQ(OMPBATCH_ERR_NO_MEMORY, status) << "allocation " << allowed << ": " << why;
+            EXPECT_FALSE(why.empty()) << "allocation " << allowed;
+        } else if (left > 0) {
+            break; /* the batch needs fewer allocations than allowed: every one was tried */
+        }
+    }
+    std::printf("allocation sweep: the batch's %ld allocations each failed in turn: %zu "
+                "failures reported\n",
+                allowed, surfaced);
+    EXPECT_LT(allowed, 2000) << "the sweep did not reach the end of the batch";
+    EXPECT_GE(surfaced, 5u);
+    why.clear();
+    EXPECT_EQ(OMPBATCH_OK, run(99, &why)) << why;
+    unsetenv("OMPBATCH_WAIT_POLL_US");
 }
 
 TEST_F(Strategy, DirectNeverStages)
