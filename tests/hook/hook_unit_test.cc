@@ -19,6 +19,7 @@ extern "C" {
 #include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
 #include "plugin/cuda/driver.h"
+#include "plugin/cuda/staging.h"
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_mirror.h"
@@ -362,6 +363,55 @@ TEST_F(HookCopy, DeviceVerdictFollowsTheMemoryLibomptargetHandsOut)
     EXPECT_EQ(queries, fake().call_count("cuPointerGetAttributes"));
     EXPECT_EQ(0, ob_hook_device_usable(-1, 0));
     EXPECT_EQ(0, ob_hook_device_usable(OB_MIRROR_MAX_DEVICES, 0));
+}
+
+// Memory the hook cannot place on the device's CUDA ordinal makes it forward that device's
+// transfers, and the verdict stays: an address whose classification fails, pinned host
+// memory, managed memory.
+TEST_F(HookCopy, ADeviceWhoseMemoryCannotBePlacedIsForwarded)
+{
+    DeviceBuffer on0(4096, 0);
+    ASSERT_EQ(0, fake().inject_failure("cuPointerGetAttributes", 1, CUDA_ERROR_INVALID_VALUE));
+    EXPECT_EQ(0, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(on0.ptr)));
+    fake().clear_injections();
+    EXPECT_EQ(0, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(on0.ptr)))
+        << "the verdict changed once the driver answered";
+    const ob_driver *driver = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(1));
+    void *pinned = nullptr;
+    CUdeviceptr managed = 0;
+    ASSERT_EQ(CUDA_SUCCESS, driver->fn.cuMemAllocHost(&pinned, 4096));
+    ASSERT_EQ(CUDA_SUCCESS, driver->fn.cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL));
+    EXPECT_EQ(0, ob_hook_device_usable(1, reinterpret_cast<uintptr_t>(pinned)));
+    EXPECT_EQ(0, ob_hook_device_usable(2, static_cast<uintptr_t>(managed)));
+    EXPECT_EQ(CUDA_SUCCESS, driver->fn.cuMemFreeHost(pinned));
+    EXPECT_EQ(CUDA_SUCCESS, driver->fn.cuMemFree(managed));
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
+// An end's buffer for a CUDA device is pinned staging; refused (no pinned memory to be had),
+// the buffer is host memory and serves as well.
+TEST_F(HookCopy, AnExitsBufferWithoutPinnedStagingIsHostMemory)
+{
+    DeviceBuffer dev(4096, 0);
+    ASSERT_EQ(1, ob_hook_device_usable(0, reinterpret_cast<uintptr_t>(dev.ptr)));
+    ob_staging_free_idle();
+    ASSERT_EQ(0, fake().inject_failure("cuMemAllocHost", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    ob_hook_buffer buffer;
+    const size_t bytes = 48 << 10;
+    ASSERT_EQ(0, ob_hook_buffer_get(0, bytes, &buffer));
+    fake().clear_injections();
+    EXPECT_EQ(nullptr, buffer.region) << "pinned staging was made after all";
+    ASSERT_NE(nullptr, buffer.bytes);
+    EXPECT_EQ(0, fake().ctx_stack_depth());
+    auto fill = random_bytes(bytes, 72);
+    std::memcpy(buffer.bytes, fill.data(), bytes);
+    EXPECT_EQ(0, std::memcmp(buffer.bytes, fill.data(), bytes));
+    ob_hook_buffer_put(&buffer);
+    // With pinned memory back, the next buffer is staging again.
+    ASSERT_EQ(0, ob_hook_buffer_get(0, bytes, &buffer));
+    EXPECT_NE(nullptr, buffer.region);
+    ob_hook_buffer_put(&buffer);
 }
 
 // Without a usable driver the hook can only memcpy: right for host-offload devices, fatal for
