@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugin/api/batch.h"
+#include "plugin/core/alloc.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
@@ -81,7 +82,7 @@ static int alloc_buffers(const ob_driver *driver, buffers *b)
         status = OB_CU(driver, cuMemAlloc, &b->device_b, b->size);
     if (status == OMPBATCH_OK)
         status = OB_CU(driver, cuMemAllocHost, &b->pinned, b->size);
-    if (status == OMPBATCH_OK && (b->pageable = malloc(b->size)) == NULL)
+    if (status == OMPBATCH_OK && (b->pageable = ob_malloc(b->size)) == NULL)
         status = ob_fail(OMPBATCH_ERR_NO_MEMORY, "no memory for calibration");
     if (status == OMPBATCH_OK)
         memset(b->pageable, 0x5a, b->size); /* touched, as a program's data would be */

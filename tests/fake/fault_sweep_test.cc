@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "tests/support/fake_fixture.h"
 
 extern "C" {
+#include "plugin/api/cost_models.h"
 #include "plugin/core/alloc.h"
 #include "plugin/cuda/kernel_module.h"
 #include "plugin/core/config.h"
@@ -430,6 +432,57 @@ TEST_F(AllocSweep, EveryAllocationFailsInTurn)
     EXPECT_GE(surfaced, 10u);
     why.clear();
     EXPECT_EQ(OMPBATCH_OK, Workload(buffers, 99, &why)) << why;
+}
+
+// The library's allocations during a calibration failing in turn (the first 24, where the
+// calibration sets up, then every 32nd of its ~650 probes' batches and plans): it falls back
+// on the built-in model, says why, and leaves no allocation behind; one that completes is
+// the measured model.
+TEST_F(AllocSweep, AllocationsOfACalibrationFailInTurn)
+{
+    setenv("OMPBATCH_CALIBRATE", "force", 1);
+    setenv("OMPBATCH_COST_CACHE", "off", 1);
+    ob_config_reload();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ob_cost_reset_for_testing();
+    ob_alloc_fail_after_for_testing(1000000);
+    ASSERT_NE(nullptr, std::strstr(ob_cost_model_for(0)->source, "calibrated"));
+    const long used = 1000000 - ob_alloc_left_for_testing();
+    ob_alloc_fail_after_for_testing(-1);
+    ob_staging_free_idle();
+    fake_cuda_stats base;
+    fake().get_stats(&base);
+    size_t fell_back = 0, tried = 0;
+    bool own_buffer = false;
+    for (long allowed = 0; allowed < used; allowed += allowed < 24 ? 1 : 32) {
+        tried++;
+        ob_cost_reset_for_testing();
+        ob_alloc_fail_after_for_testing(allowed);
+        std::string source = ob_cost_model_for(0)->source;
+        ob_alloc_fail_after_for_testing(-1);
+        ob_staging_free_idle();
+        fake_cuda_stats after;
+        fake().get_stats(&after);
+        EXPECT_EQ(base.live_allocations, after.live_allocations) << "allocation " << allowed;
+        EXPECT_EQ(0u, after.pending_copies) << "allocation " << allowed;
+        EXPECT_EQ("built-in (H200)", source) << "allocation " << allowed;
+        std::string why = ompbatch_last_error();
+        EXPECT_TRUE(why.find("memory") != std::string::npos ||
+                    why.find("cannot") != std::string::npos)
+            << "allocation " << allowed << ": " << why;
+        fell_back += source.find("calibrated") == std::string::npos;
+        own_buffer |= why.find("no memory for calibration") != std::string::npos;
+    }
+    std::printf("calibration sweep: %zu of its %ld allocations failed in turn, %zu fell back on "
+                "the built-in model\n",
+                tried, used, fell_back);
+    EXPECT_TRUE(own_buffer) << "the calibration's own buffer never failed";
+    ob_cost_reset_for_testing();
+    EXPECT_NE(nullptr, std::strstr(ob_cost_model_for(0)->source, "calibrated"));
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    ob_cost_reset_for_testing();
+    setenv("OMPBATCH_CALIBRATE", "0", 1);
+    ob_config_reload();
 }
 
 // "cuMemAlloc_Call2_OutOfMemory_Polling": each injection a test of its own.
