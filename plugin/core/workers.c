@@ -1,6 +1,7 @@
 #include "plugin/core/workers.h"
 
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -59,6 +60,7 @@ static size_t ticket_next(uint64_t t)
 
 static _Atomic uint64_t alone_until; /* ob_clock_ns() before which jobs run on the caller */
 static atomic_long awake_helpers;     /* helpers working or spinning: runnable, but ours */
+static atomic_uint starts_to_fail;    /* tests: thread starts that fail before any is tried */
 
 static pool workers = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -169,7 +171,11 @@ static size_t start_helpers(size_t want)
             break;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         atomic_fetch_add_explicit(&awake_helpers, 1, memory_order_relaxed);
-        int failed = pthread_create(&thread, &attr, worker_main, NULL);
+        unsigned injected = atomic_load(&starts_to_fail);
+        while (injected > 0 && !atomic_compare_exchange_weak(&starts_to_fail, &injected,
+                                                             injected - 1))
+            ;
+        int failed = injected > 0 ? EAGAIN : pthread_create(&thread, &attr, worker_main, NULL);
         pthread_attr_destroy(&attr);
         if (failed) {
             atomic_fetch_sub_explicit(&awake_helpers, 1, memory_order_relaxed);
@@ -317,4 +323,9 @@ void ob_workers_forget_lateness_for_testing(void)
 void ob_workers_mark_late_for_testing(void)
 {
     atomic_store(&alone_until, ob_clock_ns() + 60000000000ull);
+}
+
+void ob_workers_fail_starts_for_testing(unsigned count)
+{
+    atomic_store(&starts_to_fail, count);
 }

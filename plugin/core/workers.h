@@ -34,6 +34,10 @@ int ob_host_saturated(void);
 void ob_workers_forget_lateness_for_testing(void);
 void ob_workers_mark_late_for_testing(void);
 
+/* Tests: the next `count` attempts to start a pack thread fail as pthread_create would without
+ * resources (EAGAIN). */
+void ob_workers_fail_starts_for_testing(unsigned count);
+
 /* Threads a job may use, the caller included: OMPBATCH_PACK_THREADS. */
 size_t ob_workers_threads(void);
 
