@@ -162,6 +162,7 @@ static void read_environment(void)
         library = OB_DEFAULT_CUDA_LIBRARY;
     snprintf(current.cuda_library, sizeof(current.cuda_library), "%s", library);
     current.strided = read_word("OMPBATCH_STRIDED", OB_WORDS(strided_words), OB_STRIDED_RUNTIME);
+    current.register_bytes = (size_t)read_long("OMPBATCH_REGISTER_MB", 0, 0, 1L << 24) << 20;
 }
 
 const ob_config *ob_config_get(void)

@@ -56,6 +56,8 @@ typedef struct ob_config {
     ob_form_choice form;     /* OMPBATCH_BATCH_FORM */
     char cuda_library[512];  /* OMPBATCH_CUDA_LIBRARY */
     ob_strided_choice strided; /* OMPBATCH_STRIDED: the pieces of non-contiguous updates */
+    size_t register_bytes;   /* OMPBATCH_REGISTER_MB: mapped host ranges the hook may register
+                                with the driver, in all; 0 registers none */
 } ob_config;
 
 /* The configuration, read on first use (thread-safe). */

@@ -54,6 +54,9 @@
     X(cuMemFreeHost, cuMemFreeHost, 2000, OPTIONAL)                                            \
     X(cuMemAllocManaged, cuMemAllocManaged, 6000, OPTIONAL)                                    \
     X(cuMemsetD8, cuMemsetD8, 3020, OPTIONAL)                                                  \
+    /* The hook's registration of long-lived mapped host ranges (plugin/hook/hook_register.c). */ \
+    X(cuMemHostRegister, cuMemHostRegister, 6050, OPTIONAL)                                    \
+    X(cuMemHostUnregister, cuMemHostUnregister, 4000, OPTIONAL)                                \
     /* The pipelined path for large pageable copies (plugin/exec/backend_pipelined.c) learns     \
      * from these when a chunk of its staging is free again. */                              \
     X(cuEventCreate, cuEventCreate, 2000, OPTIONAL)                                            \

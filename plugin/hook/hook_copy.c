@@ -267,6 +267,50 @@ void ob_hook_copy_forget_memory(void)
             ob_batch_forget_device_memory(mine->batches[d]);
 }
 
+/* This thread's batches after the driver's view of host memory changed. */
+static void forget_host_memory(void)
+{
+    pthread_once(&key_once, create_key);
+    thread_batches *mine = pthread_getspecific(batches_key);
+    for (int d = 0; d < OB_MIRROR_MAX_DEVICES && mine != NULL; d++)
+        if (mine->batches[d] != NULL)
+            ob_batch_forget_memory_now(mine->batches[d]);
+}
+
+/* Runs a registration call in the device's context. */
+static int in_device_context(int device, void *host, size_t bytes, int registering)
+{
+    if (device < 0 || device >= OB_MIRROR_MAX_DEVICES || verdicts[device] != VERDICT_USABLE ||
+        executors[device].kind != OB_DEVICE_CUDA)
+        return ob_fail(OMPBATCH_ERR_INVALID_ARGUMENT,
+                       "OpenMP device %d does not copy through CUDA", device);
+    const ob_driver *driver = ob_driver_get();
+    if (registering ? driver->fn.cuMemHostRegister == NULL
+                    : driver->fn.cuMemHostUnregister == NULL)
+        return ob_fail(OMPBATCH_ERR_UNSUPPORTED, "the driver has no %s",
+                       registering ? "cuMemHostRegister" : "cuMemHostUnregister");
+    int pushed = 0;
+    int status = ob_driver_enter_context(executors[device].ordinal, &pushed);
+    if (status != OMPBATCH_OK)
+        return status;
+    status = registering ? OB_CU(driver, cuMemHostRegister, host, bytes,
+                                 CU_MEMHOSTREGISTER_PORTABLE)
+                         : OB_CU(driver, cuMemHostUnregister, host);
+    status = ob_driver_leave_context(pushed, status);
+    forget_host_memory();
+    return status;
+}
+
+int ob_hook_copy_register(int device, void *host, size_t bytes)
+{
+    return in_device_context(device, host, bytes, 1);
+}
+
+int ob_hook_copy_unregister(int device, void *host)
+{
+    return in_device_context(device, host, 0, 0);
+}
+
 void ob_hook_copy_reset_for_testing(void)
 {
     thread_batches *mine = this_thread();

@@ -61,9 +61,20 @@ static int is_dead(const ob_mirror_entry *entry)
     return entry->begin == entry->end;
 }
 
+static void (*release_fn)(int device, const ob_mirror_entry *entry);
+
+/* A live entry leaves the table: its registration, if any, goes with it. */
+static void release(const range_table *table, const ob_mirror_entry *entry)
+{
+    if (entry->pinned == OB_PIN_REGISTERED && release_fn != NULL && !is_dead(entry))
+        release_fn((int)(table - devices), entry);
+}
+
 static void bury(range_table *table, ob_mirror_entry *entry)
 {
+    release(table, entry);
     entry->begin = entry->end;
+    entry->pinned = OB_PIN_NONE;
     table->dead++;
 }
 
@@ -136,8 +147,10 @@ static int insert_in(range_table *table, const ob_mirror_entry *entry)
     size_t last = overlap_end(table, first, entry->end);
     ob_mirror_entry *entries = table->entries;
     if (last > first) {
-        for (size_t i = first; i < last; i++)
+        for (size_t i = first; i < last; i++) {
+            release(table, &entries[i]);
             table->dead -= is_dead(&entries[i]);
+        }
         entries[first] = *entry;
         memmove(&entries[first + 1], &entries[last], (table->count - last) * sizeof(entries[0]));
         table->count -= last - first - 1;
@@ -186,8 +199,16 @@ void ob_mirror_drop_range(int device, uintptr_t begin, uintptr_t end)
 void ob_mirror_drop_device(int device)
 {
     range_table *table = table_of(device);
-    if (table != NULL)
-        table->count = table->dead = 0;
+    if (table == NULL)
+        return;
+    for (size_t i = 0; i < table->count; i++)
+        release(table, &table->entries[i]);
+    table->count = table->dead = 0;
+}
+
+void ob_mirror_on_release(void (*fn)(int device, const ob_mirror_entry *entry))
+{
+    release_fn = fn;
 }
 
 void ob_mirror_neighbours(int device, uintptr_t ptr, ob_mirror_entry **below,

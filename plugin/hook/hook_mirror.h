@@ -23,7 +23,12 @@ typedef struct ob_mirror_entry {
     uint64_t hold;       /* ompx_hold reference count */
     uintptr_t base;      /* the base pointer libomptarget keeps with it, where base_known */
     int base_known;
+    uint32_t updates;    /* target updates that copied inside it (hook_register.h) */
+    int pinned;          /* OB_PIN_*: whether its host range is registered with the driver */
 } ob_mirror_entry;
+
+/* An entry's host range and the driver (hook_register.h). */
+enum { OB_PIN_NONE = 0, OB_PIN_REGISTERED, OB_PIN_REFUSED };
 
 typedef enum ob_mirror_found {
     OB_MIRROR_ABSENT = 0,   /* no entry overlaps the range */
@@ -51,6 +56,11 @@ void ob_mirror_drop_device(int device);
  * change to the mirror. */
 void ob_mirror_neighbours(int device, uintptr_t ptr, ob_mirror_entry **below,
                           ob_mirror_entry **above);
+
+/* Has fn called with each entry whose host range is registered (OB_PIN_REGISTERED) as it
+ * leaves the mirror: dropped, replaced by an overlapping insert, or with its device's table.
+ * The mapping it stood for is gone, or the hook can no longer follow it. */
+void ob_mirror_on_release(void (*fn)(int device, const ob_mirror_entry *entry));
 
 /* Calls fn with each live entry of device, in order. */
 void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),

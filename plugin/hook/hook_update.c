@@ -13,6 +13,7 @@
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_items.h"
 #include "plugin/hook/hook_mirror.h"
+#include "plugin/hook/hook_register.h"
 #include "plugin/hook/hook_report.h"
 #include "plugin/hook/hook_runtime.h"
 #include "plugin/hook/hook_stats.h"
@@ -185,6 +186,7 @@ void ob_hook_update(const ob_construct *c)
             it->why = OB_REASON_DEVICE;
             continue;
         }
+        ob_hook_register_note_update(c->device, entry);
         it->device = entry->device + (it->begin - entry->begin);
         /* An item is one or the other in practice, but keep the runtime's order for an ob_hook_item
          * with both: 16 copies `from` first, 19 `to`. */

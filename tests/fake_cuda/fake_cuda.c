@@ -70,6 +70,8 @@ struct alloc {
     size_t size; /* as requested; the pages behind it are rounded up */
     enum alloc_kind kind;
     struct CUctx_st *ctx;
+    bool registered; /* the program's own pages, registered (cuMemHostRegister): pinned host */
+    bool portable;   /* registered for every context: no context's destruction undoes it */
 };
 
 /*
@@ -798,12 +800,13 @@ static CUresult alloc_new(size_t size, enum alloc_kind kind, struct CUctx_st *ct
     return CUDA_SUCCESS;
 }
 
-/* Mapping fresh PROT_NONE pages over the block returns its memory and makes later use fault. */
+/* Mapping fresh PROT_NONE pages over the block returns its memory and makes later use fault;
+ * registered pages are the program's and stay as they are. */
 static void alloc_remove(struct alloc *a)
 {
-    void *p = mmap((void *)a->base, page_round_up(a->size), PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    if (p == MAP_FAILED)
+    if (!a->registered &&
+        mmap((void *)a->base, page_round_up(a->size), PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
         die("cannot release %zu bytes at %p", a->size, (void *)a->base);
     size_t i = (size_t)(a - g.allocs);
     memmove(a, a + 1, (g.nallocs - i - 1) * sizeof *a);
@@ -819,6 +822,9 @@ static CUresult alloc_free(uintptr_t p, bool host_api)
     if (host_api != (a->kind == ALLOC_HOST))
         return fail(CUDA_ERROR_INVALID_VALUE, "%p is %s memory", (void *)p,
                     alloc_kind_names[a->kind]);
+    if (a->registered)
+        return fail(CUDA_ERROR_INVALID_VALUE, "%p is registered memory, not the driver's",
+                    (void *)p);
     /* The real frees may synchronize; pending copies may still use this memory. */
     run_everything();
     alloc_remove(a);
@@ -839,7 +845,7 @@ static void context_destroy_resources(struct CUctx_st *ctx)
         s = next;
     }
     for (size_t i = g.nallocs; i-- > 0;) {
-        if (g.allocs[i].ctx == ctx) {
+        if (g.allocs[i].ctx == ctx && !g.allocs[i].portable) {
             alloc_remove(&g.allocs[i]);
             g.stats.resources_reclaimed++;
         }
@@ -1607,6 +1613,78 @@ static CUresult CUDAAPI fake_cuMemFreeHost(void *p)
     CUresult r;
     if (!begin_call(FAKE_EP_cuMemFreeHost, &r) && (r = require_init()) == CUDA_SUCCESS)
         r = alloc_free((uintptr_t)p, true);
+    unlock();
+    return r;
+}
+
+/* Pageable memory becomes pinned host memory in place. Flags as the real driver's; a portable
+ * registration outlives the context that made it. A range that
+ * overlaps memory the driver already knows (an allocation of its own or another registration)
+ * is refused as the real driver refuses it. */
+static CUresult CUDAAPI fake_cuMemHostRegister(void *p, size_t size, unsigned int flags)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    const unsigned int known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                               CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (begin_call(FAKE_EP_cuMemHostRegister, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    uintptr_t base = (uintptr_t)p;
+    if (p == NULL || size == 0 || size > UINTPTR_MAX - base) {
+        r = fail(CUDA_ERROR_INVALID_VALUE, "range %p + %zu cannot be registered", p, size);
+        goto out;
+    }
+    if ((flags & ~known) != 0) {
+        r = fail(CUDA_ERROR_INVALID_VALUE, "unknown registration flags 0x%x", flags);
+        goto out;
+    }
+    size_t below_end = alloc_upper_bound(base + size - 1);
+    if (overlaps_arenas(base, size) ||
+        (below_end > 0 && g.allocs[below_end - 1].base + g.allocs[below_end - 1].size > base)) {
+        r = fail(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                 "range %p + %zu overlaps memory the driver already knows", p, size);
+        goto out;
+    }
+    if (g.nallocs == g.allocs_cap) {
+        size_t cap = g.allocs_cap == 0 ? 64 : 2 * g.allocs_cap;
+        struct alloc *allocs = realloc(g.allocs, cap * sizeof *allocs);
+        if (allocs == NULL) {
+            r = fail(CUDA_ERROR_OUT_OF_MEMORY, "no memory for the allocation table");
+            goto out;
+        }
+        g.allocs = allocs;
+        g.allocs_cap = cap;
+    }
+    memmove(&g.allocs[below_end + 1], &g.allocs[below_end],
+            (g.nallocs - below_end) * sizeof *g.allocs);
+    g.allocs[below_end] = (struct alloc){.base = base,
+                                         .size = size,
+                                         .kind = ALLOC_HOST,
+                                         .ctx = ctx,
+                                         .registered = true,
+                                         .portable = (flags & CU_MEMHOSTREGISTER_PORTABLE) != 0};
+    g.nallocs++;
+out:
+    unlock();
+    return r;
+}
+
+/* Pending copies may still use the pages: they finish first, as a real unregistration waits. */
+static CUresult CUDAAPI fake_cuMemHostUnregister(void *p)
+{
+    CUresult r;
+    struct CUctx_st *ctx = NULL;
+    if (begin_call(FAKE_EP_cuMemHostUnregister, &r) || (r = require_context(&ctx)) != CUDA_SUCCESS)
+        goto out;
+    struct alloc *a = alloc_containing((uintptr_t)p);
+    if (a == NULL || !a->registered || a->base != (uintptr_t)p) {
+        r = fail(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p does not start a registered range",
+                 p);
+        goto out;
+    }
+    run_everything();
+    alloc_remove(a);
+out:
     unlock();
     return r;
 }

@@ -1,0 +1,61 @@
+/* Registration of long-lived mapped host ranges (hook_register.h). The mirror says when an
+ * entry leaves it (ob_mirror_on_release): that is when its registration is undone. */
+#include "plugin/hook/hook_register.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "plugin/core/config.h"
+#include "plugin/core/log.h"
+#include "plugin/hook/hook_copy.h"
+#include "ompbatch.h"
+
+/* Changed under the construct lock (registrations, and releases by data constructs) or under
+ * it shared with the mirror's kernel lock (releases by target regions). */
+static atomic_size_t registered_bytes;
+
+static void release(int device, const ob_mirror_entry *entry)
+{
+    size_t bytes = (size_t)(entry->end - entry->begin);
+    if (ob_hook_copy_unregister(device, (void *)entry->begin) != OMPBATCH_OK)
+        ob_log(1, "hook: cannot unregister %zu bytes at %#lx (%s); the driver keeps them "
+                  "page-locked",
+               bytes, (unsigned long)entry->begin, ompbatch_last_error());
+    else
+        ob_log(2, "hook: unregistered %zu bytes at %#lx", bytes, (unsigned long)entry->begin);
+    atomic_fetch_sub_explicit(&registered_bytes, bytes, memory_order_relaxed);
+}
+
+void ob_hook_register_note_update(int device, ob_mirror_entry *entry)
+{
+    size_t cap = ob_config_get()->register_bytes;
+    if (cap == 0 || entry->pinned != OB_PIN_NONE)
+        return;
+    size_t bytes = (size_t)(entry->end - entry->begin);
+    if (bytes < OB_REGISTER_MIN_BYTES || ++entry->updates < OB_REGISTER_AT_UPDATE)
+        return;
+    size_t held = atomic_load_explicit(&registered_bytes, memory_order_relaxed);
+    if (bytes > cap || held > cap - bytes) {
+        entry->pinned = OB_PIN_REFUSED;
+        ob_log(1, "hook: not registering %zu bytes at %#lx: %zu of OMPBATCH_REGISTER_MB's %zu "
+                  "MiB are registered",
+               bytes, (unsigned long)entry->begin, held >> 20, cap >> 20);
+        return;
+    }
+    ob_mirror_on_release(release);
+    if (ob_hook_copy_register(device, (void *)entry->begin, bytes) != OMPBATCH_OK) {
+        entry->pinned = OB_PIN_REFUSED;
+        ob_log(1, "hook: cannot register %zu bytes at %#lx (%s); its copies stay staged", bytes,
+               (unsigned long)entry->begin, ompbatch_last_error());
+        return;
+    }
+    entry->pinned = OB_PIN_REGISTERED;
+    atomic_fetch_add_explicit(&registered_bytes, bytes, memory_order_relaxed);
+    ob_log(1, "hook: registered %zu bytes at %#lx with the driver at its update %u", bytes,
+           (unsigned long)entry->begin, (unsigned)entry->updates);
+}
+
+size_t ob_hook_registered_bytes(void)
+{
+    return atomic_load_explicit(&registered_bytes, memory_order_relaxed);
+}

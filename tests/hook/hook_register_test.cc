@@ -1,0 +1,292 @@
+// The hook's registration of long-lived mapped host ranges (OMPBATCH_REGISTER_MB) through the
+// fake driver: when a mirrored entry is registered, that its copies then go straight to the
+// device byte for byte, that it is unregistered whichever way it leaves the mirror, the cap,
+// and every refusal (the driver's, the cap's, a host-offload device's) leaving the copies as
+// they were.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "tests/support/fake_fixture.h"
+
+extern "C" {
+#include "plugin/core/config.h"
+#include "plugin/cuda/memkind.h"
+#include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_mirror.h"
+#include "plugin/hook/hook_register.h"
+}
+
+namespace {
+
+constexpr int kDevice = 0;
+constexpr size_t kMiB = size_t(1) << 20;
+
+// The driver's current word on host memory, through a fresh cache.
+ob_mem_kind kind_of(const void *p)
+{
+    ob_mem_cache cache = {};
+    ob_mem_info info = {};
+    EXPECT_EQ(OMPBATCH_OK,
+              ob_mem_classify(ob_driver_get(), &cache, reinterpret_cast<uintptr_t>(p), &info));
+    ob_mem_cache_free(&cache);
+    return info.kind;
+}
+
+long long registrations()
+{
+    return fake().call_count("cuMemHostRegister");
+}
+
+long long unregistrations()
+{
+    return fake().call_count("cuMemHostUnregister");
+}
+
+class HookRegister : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_NE(nullptr, fake().handle) << fake().error;
+        fake().reset_config();
+        fake().reset();
+        fake().set_device_count(1);
+        fake().deinit();
+        unsetenv("OMPBATCH_STRATEGY");
+        set_cap(nullptr);
+        ob_hook_copy_reset_for_testing();
+        ob_driver_reload_for_testing();
+        ASSERT_TRUE(ob_driver_get()->loaded) << ob_driver_get()->reason;
+        ob_mirror_drop_device(kDevice);
+    }
+    void TearDown() override
+    {
+        ob_mirror_drop_device(kDevice);
+        EXPECT_EQ(0u, ob_hook_registered_bytes()) << "every registration was undone";
+        ob_hook_copy_reset_for_testing();
+        fake().clear_injections();
+        set_cap(nullptr);
+    }
+    static void set_cap(const char *mib)
+    {
+        if (mib != nullptr)
+            setenv("OMPBATCH_REGISTER_MB", mib, 1);
+        else
+            unsetenv("OMPBATCH_REGISTER_MB");
+        ob_config_reload();
+    }
+    // A mirrored entry for [host, host + bytes) at dev, the device verdict made.
+    static ob_mirror_entry *mirror(const unsigned char *host, size_t bytes,
+                                   const unsigned char *dev)
+    {
+        EXPECT_EQ(1, ob_hook_device_usable(kDevice, reinterpret_cast<uintptr_t>(dev)));
+        ob_mirror_entry e{};
+        e.begin = reinterpret_cast<uintptr_t>(host);
+        e.end = e.begin + bytes;
+        e.device = reinterpret_cast<uintptr_t>(dev);
+        e.dyn = 1;
+        EXPECT_EQ(0, ob_mirror_insert(kDevice, &e));
+        return found(host, bytes);
+    }
+    static ob_mirror_entry *found(const unsigned char *host, size_t bytes)
+    {
+        ob_mirror_entry *entry = nullptr;
+        uintptr_t begin = reinterpret_cast<uintptr_t>(host);
+        EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, begin, begin + bytes, &entry));
+        return entry;
+    }
+    static void updates(const unsigned char *host, size_t bytes, int n)
+    {
+        for (int i = 0; i < n; i++)
+            ob_hook_register_note_update(kDevice, found(host, bytes));
+    }
+    // One update each way of the whole range on fresh bytes, poisoned destinations first;
+    // returns the paths the hook's batches took.
+    static unsigned round_trip(Buffer &host, Buffer &dev, uint64_t salt)
+    {
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_hook_reset_stats());
+        host.fill(salt);
+        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+        std::memset(dev.ptr, 0x5A, dev.bytes);
+        ob_hook_copy to = {dev.ptr, host.ptr, host.bytes, 1, nullptr};
+        EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(kDevice, nullptr, &to, 1)) << ompbatch_last_error();
+        EXPECT_EQ(0, std::memcmp(dev.ptr, want.data(), want.size())) << "to the device";
+        dev.fill(salt + 1);
+        want.assign(dev.ptr, dev.ptr + dev.bytes);
+        std::memset(host.ptr, 0x3C, host.bytes);
+        ob_hook_copy from = {host.ptr, dev.ptr, host.bytes, 0, nullptr};
+        EXPECT_EQ(OMPBATCH_OK, ob_hook_copy_run(kDevice, nullptr, &from, 1))
+            << ompbatch_last_error();
+        EXPECT_EQ(0, std::memcmp(host.ptr, want.data(), want.size())) << "from the device";
+        ompbatch_hook_stats stats = {};
+        stats.struct_size = sizeof(stats);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_hook_get_stats(&stats));
+        return stats.paths;
+    }
+};
+
+TEST_F(HookRegister, NothingIsRegisteredUnlessAsked)
+{
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    ob_mirror_entry *entry = mirror(host.ptr, host.bytes, dev.ptr);
+    updates(host.ptr, host.bytes, 10);
+    EXPECT_EQ(OB_PIN_NONE, entry->pinned);
+    EXPECT_EQ(0, registrations());
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(host.ptr));
+}
+
+// At its third update the range is registered; its copies then go between its own pages and
+// the device (no pack, no unpack) and arrive byte for byte; dropped, it is unregistered.
+TEST_F(HookRegister, ALargeRangeIsRegisteredAtItsThirdUpdateUntilItLeavesTheMirror)
+{
+    set_cap("64");
+    Buffer host(PAGEABLE, 2 * kMiB + 123), dev(DEVICE, 2 * kMiB + 123);
+    mirror(host.ptr, host.bytes, dev.ptr);
+    unsigned before = round_trip(host, dev, 1);
+    EXPECT_NE(0u, before & OMPBATCH_PATH_STAGED) << "pageable: through pinned staging";
+    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE - 1);
+    EXPECT_EQ(0, registrations());
+    updates(host.ptr, host.bytes, 1);
+    EXPECT_EQ(1, registrations());
+    EXPECT_EQ(OB_PIN_REGISTERED, found(host.ptr, host.bytes)->pinned);
+    EXPECT_EQ(host.bytes, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_MEM_PINNED, kind_of(host.ptr));
+    EXPECT_EQ(OB_MEM_PINNED, kind_of(host.ptr + host.bytes - 1));
+    unsigned after = round_trip(host, dev, 3);
+    EXPECT_EQ(0u, after & (OMPBATCH_PATH_STAGED | OMPBATCH_PATH_KERNEL))
+        << "registered: straight between its pages and the device, paths " << after;
+    updates(host.ptr, host.bytes, 5);
+    EXPECT_EQ(1, registrations()) << "once";
+
+    ob_mirror_drop_range(kDevice, reinterpret_cast<uintptr_t>(host.ptr),
+                         reinterpret_cast<uintptr_t>(host.ptr) + 1);
+    EXPECT_EQ(1, unregistrations());
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(host.ptr));
+    EXPECT_NE(0u, round_trip(host, dev, 5) & OMPBATCH_PATH_STAGED) << "pageable again";
+}
+
+TEST_F(HookRegister, EveryWayOutOfTheMirrorUnregisters)
+{
+    set_cap("64");
+    Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
+    // Replaced by an overlapping insert (the runtime mapped the memory again).
+    mirror(a.ptr, a.bytes, dev.ptr);
+    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
+    ASSERT_EQ(1, registrations());
+    ob_mirror_entry *replaced = mirror(a.ptr + 100, 1000, dev.ptr);
+    EXPECT_EQ(1, unregistrations());
+    EXPECT_EQ(OB_PIN_NONE, replaced->pinned);
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(a.ptr));
+    // With the device's whole table.
+    mirror(a.ptr, a.bytes, dev.ptr);
+    mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
+    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
+    updates(b.ptr, b.bytes, OB_REGISTER_AT_UPDATE);
+    EXPECT_EQ(3, registrations());
+    EXPECT_EQ(4 * kMiB, ob_hook_registered_bytes());
+    ob_mirror_drop_device(kDevice);
+    EXPECT_EQ(3, unregistrations());
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(a.ptr));
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(b.ptr));
+}
+
+TEST_F(HookRegister, SmallRangesAreNeverRegistered)
+{
+    set_cap("64");
+    Buffer host(PAGEABLE, OB_REGISTER_MIN_BYTES - 1), dev(DEVICE, OB_REGISTER_MIN_BYTES);
+    mirror(host.ptr, host.bytes, dev.ptr);
+    updates(host.ptr, host.bytes, 20);
+    EXPECT_EQ(0, registrations());
+}
+
+TEST_F(HookRegister, TheCapIsKept)
+{
+    set_cap("3");
+    Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
+    mirror(a.ptr, a.bytes, dev.ptr);
+    mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
+    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
+    updates(b.ptr, b.bytes, OB_REGISTER_AT_UPDATE + 3);
+    EXPECT_EQ(1, registrations()) << "2 + 2 MiB would pass the cap of 3";
+    EXPECT_EQ(OB_PIN_REGISTERED, found(a.ptr, a.bytes)->pinned);
+    EXPECT_EQ(OB_PIN_REFUSED, found(b.ptr, b.bytes)->pinned);
+    EXPECT_EQ(2 * kMiB, ob_hook_registered_bytes());
+    // A range larger than the whole cap is refused too.
+    set_cap("1");
+    Buffer c(PAGEABLE, 2 * kMiB), dev_c(DEVICE, 2 * kMiB);
+    mirror(c.ptr, c.bytes, dev_c.ptr);
+    updates(c.ptr, c.bytes, OB_REGISTER_AT_UPDATE);
+    EXPECT_EQ(1, registrations());
+    EXPECT_EQ(OB_PIN_REFUSED, found(c.ptr, c.bytes)->pinned);
+}
+
+// The driver refuses (here as it refuses a range the program registered itself): the range
+// is not tried again, its copies stay staged and exact, and the program's registration is
+// left alone.
+TEST_F(HookRegister, ARefusedRegistrationIsNotTriedAgain)
+{
+    set_cap("64");
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    mirror(host.ptr, host.bytes, dev.ptr);
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    ASSERT_EQ(CUDA_SUCCESS, d->fn.cuMemHostRegister(host.ptr + 4096, 4096, 0));
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE + 4);
+    EXPECT_EQ(2, registrations()) << "the program's, then the hook's one try";
+    EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_NE(0u, round_trip(host, dev, 7) & OMPBATCH_PATH_STAGED);
+    ob_mirror_drop_device(kDevice);
+    EXPECT_EQ(0, unregistrations()) << "nothing of the hook's to undo";
+    EXPECT_EQ(OB_MEM_PINNED, kind_of(host.ptr + 4096)) << "the program's registration stays";
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemHostUnregister(host.ptr + 4096));
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+
+    // A failure of the call itself, injected: the same.
+    fake().reset();
+    mirror(host.ptr, host.bytes, dev.ptr);
+    ASSERT_EQ(0, fake().inject_failure("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY));
+    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE + 4);
+    EXPECT_EQ(1, registrations());
+    EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
+    EXPECT_NE(0u, round_trip(host, dev, 9) & OMPBATCH_PATH_STAGED);
+}
+
+// A failed unregistration is logged; the hook's count of registered bytes lets it go (the
+// mapping is gone either way).
+TEST_F(HookRegister, AFailedUnregistrationIsLetGo)
+{
+    set_cap("64");
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    mirror(host.ptr, host.bytes, dev.ptr);
+    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE);
+    ASSERT_EQ(2 * kMiB, ob_hook_registered_bytes());
+    ASSERT_EQ(0, fake().inject_failure("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN));
+    ob_mirror_drop_device(kDevice);
+    EXPECT_EQ(1, unregistrations());
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_MEM_PINNED, kind_of(host.ptr)) << "the driver kept it";
+    const ob_driver *d = ob_driver_get();
+    ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
+    EXPECT_EQ(CUDA_SUCCESS, d->fn.cuMemHostUnregister(host.ptr));
+    EXPECT_EQ(OMPBATCH_OK, ob_driver_pop_context());
+}
+
+// LLVM's host-offload devices copy with memcpy: nothing to register.
+TEST_F(HookRegister, AHostOffloadDeviceRegistersNothing)
+{
+    set_cap("64");
+    std::vector<unsigned char> host(2 * kMiB), device_side(2 * kMiB);
+    mirror(host.data(), host.size(), device_side.data());
+    updates(host.data(), host.size(), OB_REGISTER_AT_UPDATE + 2);
+    EXPECT_EQ(0, registrations());
+    EXPECT_EQ(OB_PIN_REFUSED, found(host.data(), host.size())->pinned);
+}
+
+} // namespace
