@@ -10,6 +10,9 @@
  *   e  `enter data map(to:)` + `exit data map(from:)`, 64 + 64 constructs x 16 items x 4 KiB
  *   f  `update to`,   1 item x 64 MiB
  *   g  `update from`, 1 item x 64 MiB
+ *   k  `update to` / `update from` of one 64 MiB array 16 times a repetition, as a long-lived
+ *      mapping updated every step (k-to resends the same bytes; k-from restores three 4 KiB
+ *      slices poisoned before each update, and the whole array is checked at the end)
  *   h  `update to` / `update from`, 16 constructs x 16 items of 8 B .. 256 KiB (h-to, h-from)
  *   i  `update to` / `update from`, 1 item x 8 B, 1000 constructs (i-to, i-from)
  *   j  `update to` / `update from`, 512 constructs x 2 items x 4 KiB (j-to, j-from)
@@ -611,6 +614,9 @@ typedef struct shape {
     size_t group;
     int present;         /* KIND_REGION: the arrays are mapped around the regions (untimed) */
     size_t from_at;      /* KIND_REGION: arrays [from_at, group) of each group are `from` */
+    int steady;          /* repeat > 1: the arrays stay as they are between repeats, as a
+                            long-lived mapping updated every step (`to` sends the same bytes
+                            again; `from` restores slices poisoned before each repeat) */
 } shape;
 
 static size_t size_4k(size_t j, const config *cfg)
@@ -658,62 +664,66 @@ static size_t size_8(size_t j, const config *cfg)
 }
 
 static const shape SHAPES[] = {
-    {"a", "update to, 64 x 16 x 4 KiB", KIND_TO, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0},
-    {"b", "update from, 64 x 16 x 4 KiB", KIND_FROM, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0},
-    {"c", "update to, 1024 x 1 x 4 KiB", KIND_TO, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0},
-    {"d", "update from, 1024 x 1 x 4 KiB", KIND_FROM, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0},
+    {"a", "update to, 64 x 16 x 4 KiB", KIND_TO, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
+    {"b", "update from, 64 x 16 x 4 KiB", KIND_FROM, &OPS16, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
+    {"c", "update to, 1024 x 1 x 4 KiB", KIND_TO, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
+    {"d", "update from, 1024 x 1 x 4 KiB", KIND_FROM, &OPS1, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
     {"e", "enter to + exit from, 64+64 x 16 x 4 KiB", KIND_ENTER_EXIT, &OPS16, 1024, 1, size_4k,
-     NULL, 0, 0, 0},
-    {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big, NULL, 0, 0, 0},
-    {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big, NULL, 0, 0, 0},
+     NULL, 0, 0, 0, 0},
+    {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big, NULL, 0, 0, 0, 0},
+    {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big, NULL, 0, 0, 0, 0},
+    {"k-to", "update to, 16 x 1 x big, one mapping", KIND_TO, &OPS1, 1, 16, size_big, NULL, 0,
+     0, 0, 1},
+    {"k-from", "update from, 16 x 1 x big, one mapping", KIND_FROM, &OPS1, 1, 16, size_big,
+     NULL, 0, 0, 0, 1},
     {"h-to", "update to, 16 x 16 x 8 B..256 KiB", KIND_TO, &OPS16, 256, 1, size_mixed, NULL, 0,
-     0, 0},
+     0, 0, 0},
     {"h-from", "update from, 16 x 16 x 8 B..256 KiB", KIND_FROM, &OPS16, 256, 1, size_mixed,
-     NULL, 0, 0, 0},
-    {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0},
-    {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0},
-    {"j-to", "update to, 512 x 2 x 4 KiB", KIND_TO, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0},
-    {"j-from", "update from, 512 x 2 x 4 KiB", KIND_FROM, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0},
+     NULL, 0, 0, 0, 0},
+    {"i-to", "update to, 1000 x 1 x 8 B", KIND_TO, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0, 0},
+    {"i-from", "update from, 1000 x 1 x 8 B", KIND_FROM, &OPS1, 1, 1000, size_8, NULL, 0, 0, 0, 0},
+    {"j-to", "update to, 512 x 2 x 4 KiB", KIND_TO, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
+    {"j-from", "update from, 512 x 2 x 4 KiB", KIND_FROM, &OPS2, 1024, 1, size_4k, NULL, 0, 0, 0, 0},
     {"r-naive", "regions, 128 x (8 to + 2 from) x 4 KiB", KIND_REGION, &OPS16, 1280, 1,
-     size_4k, region_8to_2from, 10, 0, 8},
+     size_4k, region_8to_2from, 10, 0, 8, 0},
     {"r-tofrom", "regions, 64 x tofrom 4 x 64 KiB", KIND_REGION, &OPS16, 256, 1, size_64k,
-     region_4tofrom, 4, 0, 0},
+     region_4tofrom, 4, 0, 0, 0},
     {"r-present", "regions on present data, 64 x 4 x 64 KiB", KIND_REGION, &OPS16, 256, 1,
-     size_64k, region_4tofrom, 4, 1, 0},
+     size_64k, region_4tofrom, 4, 1, 0, 0},
     {"r-single", "regions, 256 x tofrom 1 x 4 KiB", KIND_REGION, &OPS16, 256, 1, size_4k,
-     region_1tofrom, 1, 0, 0},
+     region_1tofrom, 1, 0, 0, 0},
     {"r-reduce", "regions, 1024 x reduction over present 4 KiB", KIND_REGION, &OPS16, 1024, 1,
-     size_4k, region_reduction, 1, 1, 1},
+     size_4k, region_reduction, 1, 1, 1, 0},
     /* Forwarded by the hook, for the never-slower summary: a region with one `to` map, and
      * updates with the `present` modifier. */
     {"r-one-to", "regions, 256 x to 1 x 4 KiB (forwarded)", KIND_REGION, &OPS16, 256, 1,
-     size_4k, region_1to, 1, 0, 1},
+     size_4k, region_1to, 1, 0, 1, 0},
     {"m-to", "update to(present:), 64 x 16 x 4 KiB (fwd)", KIND_TO, &OPS16_PRESENT, 1024, 1,
-     size_4k, NULL, 0, 0, 0},
+     size_4k, NULL, 0, 0, 0, 0},
     {"m-from", "update from(present:), 64 x 16 x 4 KiB (fwd)", KIND_FROM, &OPS16_PRESENT, 1024,
-     1, size_4k, NULL, 0, 0, 0},
+     1, size_4k, NULL, 0, 0, 0, 0},
     {"x-struct-to", "update to, 64 x 16 structs' 2 members", KIND_TO, &OPS16_MEMBERS, 1024,
-     1, size_4k, NULL, 0, 0, 0},
+     1, size_4k, NULL, 0, 0, 0, 0},
     {"x-struct-from", "update from, 64 x 16 structs' 2 members", KIND_FROM, &OPS16_MEMBERS,
-     1024, 1, size_4k, NULL, 0, 0, 0},
+     1024, 1, size_4k, NULL, 0, 0, 0, 0},
     {"x-mapper-to", "update to(mapper), 64 x 16 x 4 KiB (fwd)", KIND_TO, &OPS16_MAPPER, 1024, 1,
-     size_4k, NULL, 0, 0, 0},
+     size_4k, NULL, 0, 0, 0, 0},
     {"x-mapper-from", "update from(mapper), 64 x 16 x 4 KiB (fwd)", KIND_FROM, &OPS16_MAPPER,
-     1024, 1, size_4k, NULL, 0, 0, 0},
+     1024, 1, size_4k, NULL, 0, 0, 0, 0},
     /* Floors: the regions above on data that is all present, so they move nothing; what the
      * runtime takes for them is what no batching of their copies can remove. */
     {"r-floor-naive", "floor of r-naive: the same regions on present data", KIND_REGION, &OPS16,
-     1280, 1, size_4k, region_8to_2from, 10, 1, 8},
+     1280, 1, size_4k, region_8to_2from, 10, 1, 8, 0},
     {"r-floor-reduce", "floor of r-reduce: the sum present too", KIND_REGION, &OPS16, 1024, 1,
-     size_4k, region_reduction_present, 1, 1, 1},
+     size_4k, region_reduction_present, 1, 1, 1, 0},
     {"r-floor-tofrom", "floor of r-tofrom: the same regions allocating only", KIND_REGION,
-     &OPS16, 256, 1, size_64k, region_4alloc, 4, 0, 0},
+     &OPS16, 256, 1, size_64k, region_4alloc, 4, 0, 0, 0},
     {"s-col-from", "update from, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
-     size_grid, NULL, 0, 0, 0},
+     size_grid, NULL, 0, 0, 0, 0},
     {"s-col-to", "update to, column of 1024 x 1024 doubles", KIND_COLUMN, &OPS1, 1, 1,
-     size_grid, NULL, 0, 0, 0},
+     size_grid, NULL, 0, 0, 0, 0},
     {"p-halo", "global pointer halo, 512 x (2 from + 2 to) x 3200 B", KIND_HALO, &OPS1, 1,
-     HALO_STEPS, size_halo, NULL, 0, 0, 0},
+     HALO_STEPS, size_halo, NULL, 0, 0, 0, 0},
 };
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -808,6 +818,41 @@ static long host_check(const arrays *a, unsigned seed, const char *where)
     return bad;
 }
 
+/* The slices of each array a steady `from` shape poisons before each repeat: its first,
+ * middle and last SLICE bytes. */
+#define SLICE 4096
+static size_t slice_at(size_t n, int k)
+{
+    size_t len = n < SLICE ? n : SLICE;
+    return k == 0 ? 0 : k == 1 ? (n - len) / 2 : n - len;
+}
+
+static void slices_poison(const arrays *a)
+{
+    for (size_t j = 0; j < a->count; j++)
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0, at = slice_at(a->n[j], k); i < SLICE && at + i < a->n[j]; i++)
+                a->p[j][at + i] = (char)~a->p[j][at + i];
+}
+
+/* Slice bytes that differ from the pattern; prints the first. */
+static long slices_check(const arrays *a, unsigned seed, const char *where)
+{
+    long bad = 0;
+    for (size_t j = 0; j < a->count; j++) {
+        for (int k = 0; k < 3; k++) {
+            for (size_t i = 0, at = slice_at(a->n[j], k); i < SLICE && at + i < a->n[j]; i++) {
+                unsigned char want = pattern(seed, j, at + i);
+                if ((unsigned char)a->p[j][at + i] != want && bad++ == 0)
+                    fprintf(stderr, "hook_bench: %s: host array %zu byte %zu is 0x%02x, "
+                                    "expected 0x%02x\n",
+                            where, j, at + i, (unsigned char)a->p[j][at + i], want);
+            }
+        }
+    }
+    return bad;
+}
+
 /* Calls one construct (or kernel) per group, over all arrays. */
 static void each_group(const arrays *a, const group_ops *ops, construct_fn fn)
 {
@@ -861,12 +906,12 @@ static long rep_to(const shape *sh, const arrays *a, unsigned seed, timer *t)
     host_fill(a, seed, 0);
     timer_start(t);
     for (int r = 0; r < sh->repeat; r++) {
-        if (sh->repeat > 1)
+        if (sh->repeat > 1 && !sh->steady)
             host_fill(a, seed + (unsigned)r, 0);
         each_group(a, ops, ops->update_to);
     }
     timer_stop(t);
-    return dev_check(a, ops, seed + (unsigned)sh->repeat - 1);
+    return dev_check(a, ops, sh->steady ? seed : seed + (unsigned)sh->repeat - 1);
 }
 
 /* `update from`; returns the host bytes that did not arrive. */
@@ -878,10 +923,15 @@ static long rep_from(const shape *sh, const arrays *a, unsigned seed, timer *t)
     host_fill(a, seed, 0xFF);
     timer_start(t);
     for (int r = 0; r < sh->repeat; r++) {
-        if (sh->repeat > 1)
+        if (sh->repeat > 1 && sh->steady) {
+            if (r > 0) /* the first finds the whole array poisoned */
+                slices_poison(a);
+        } else if (sh->repeat > 1)
             host_fill(a, seed, 0xFF);
         each_group(a, ops, ops->update_from);
-        if (sh->repeat > 1)
+        if (sh->repeat > 1 && sh->steady)
+            bad += slices_check(a, seed, sh->key);
+        else if (sh->repeat > 1)
             bad += host_check(a, seed, sh->key);
     }
     timer_stop(t);
