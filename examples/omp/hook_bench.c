@@ -10,7 +10,7 @@
  *   e  `enter data map(to:)` + `exit data map(from:)`, 64 + 64 constructs x 16 items x 4 KiB
  *   f  `update to`,   1 item x 64 MiB
  *   g  `update from`, 1 item x 64 MiB
- *   k  `update to` / `update from` of one 64 MiB array 16 times a repetition, as a long-lived
+ *   k  `update to` / `update from` of one 64 MiB array 64 times a repetition, as a long-lived
  *      mapping updated every step (k-to resends the same bytes; k-from restores three 4 KiB
  *      slices poisoned before each update, and the whole array is checked at the end)
  *   h  `update to` / `update from`, 16 constructs x 16 items of 8 B .. 256 KiB (h-to, h-from)
@@ -672,9 +672,9 @@ static const shape SHAPES[] = {
      NULL, 0, 0, 0, 0},
     {"f", "update to, 1 x big", KIND_TO, &OPS1, 1, 1, size_big, NULL, 0, 0, 0, 0},
     {"g", "update from, 1 x big", KIND_FROM, &OPS1, 1, 1, size_big, NULL, 0, 0, 0, 0},
-    {"k-to", "update to, 16 x 1 x big, one mapping", KIND_TO, &OPS1, 1, 16, size_big, NULL, 0,
+    {"k-to", "update to, 64 x 1 x big, one mapping", KIND_TO, &OPS1, 1, 64, size_big, NULL, 0,
      0, 0, 1},
-    {"k-from", "update from, 16 x 1 x big, one mapping", KIND_FROM, &OPS1, 1, 16, size_big,
+    {"k-from", "update from, 64 x 1 x big, one mapping", KIND_FROM, &OPS1, 1, 64, size_big,
      NULL, 0, 0, 0, 1},
     {"h-to", "update to, 16 x 16 x 8 B..256 KiB", KIND_TO, &OPS16, 256, 1, size_mixed, NULL, 0,
      0, 0, 0},

@@ -24,6 +24,7 @@ typedef struct ob_mirror_entry {
     uintptr_t base;      /* the base pointer libomptarget keeps with it, where base_known */
     int base_known;
     uint32_t updates;    /* target updates that copied inside it (hook_register.h) */
+    uint64_t excess_ns;  /* what those copies took beyond registered copies' estimate */
     int pinned;          /* OB_PIN_*: whether its host range is registered with the driver */
 } ob_mirror_entry;
 

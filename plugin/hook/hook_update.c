@@ -8,6 +8,7 @@
 
 #include "plugin/api/rect.h"
 #include "plugin/core/alloc.h"
+#include "plugin/core/clock.h"
 #include "plugin/core/log.h"
 #include "plugin/hook/hook_construct.h"
 #include "plugin/hook/hook_copy.h"
@@ -112,6 +113,26 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
     return n;
 }
 
+/* Shares the update's copy time among the entries of its contiguous items by their bytes, for
+ * the registration of long-lived ranges (hook_register.h). */
+static void note_copy_time(const ob_construct *c, const ob_hook_item *items, int32_t count,
+                           const ob_hook_copy *copies, size_t n, uint64_t ns)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < n; k++)
+        total += copies[k].bytes;
+    for (int32_t i = 0; i < count && total > 0; i++) {
+        const ob_hook_item *it = &items[i];
+        ob_mirror_entry *entry = NULL;
+        if (it->why != OB_REASON_NONE || it->strided ||
+            ob_mirror_find(c->device, it->begin, it->end, &entry) != OB_MIRROR_INSIDE ||
+            entry->end - entry->begin < OB_REGISTER_MIN_BYTES)
+            continue;
+        size_t bytes = (size_t)(it->end - it->begin);
+        ob_hook_register_note_time(entry, bytes, (uint64_t)((double)ns * bytes / total));
+    }
+}
+
 /* An update with a `present` item goes to the runtime whole (ob_hook_update says why), which
  * the map types alone tell: such a construct is forwarded without the scratch and the ob_hook_item
  * descriptions the hook would build only to forward it, unless the verbose log wants them. */
@@ -209,6 +230,7 @@ void ob_hook_update(const ob_construct *c)
     }
     size_t copies = batched;
     char label[160];
+    uint64_t copy_started = copies > 0 && ob_hook_register_wanted() ? ob_clock_ns() : 0;
     if (copies > 0 && ob_hook_copy_run(c->device, ob_hook_range_label(c, label, sizeof(label)),
                                        s.copies, copies) != OMPBATCH_OK) {
         /* Nothing is lost: the runtime repeats the copies (the ones that were made wrote the
@@ -216,6 +238,8 @@ void ob_hook_update(const ob_construct *c)
         for (int32_t i = 0; i < a->count; i++)
             if (items[i].why == OB_REASON_NONE)
                 items[i].why = OB_REASON_FAILED;
+    } else if (copy_started != 0) {
+        note_copy_time(c, items, a->count, s.copies, copies, ob_clock_ns() - copy_started);
     }
     size_t done = ob_hook_batched_items(items, a->count);
     ob_hook_report_construct(c, items, a->count, &ob_hook_count.update_batched, done);

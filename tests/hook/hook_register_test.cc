@@ -98,10 +98,25 @@ protected:
         EXPECT_EQ(OB_MIRROR_INSIDE, ob_mirror_find(kDevice, begin, begin + bytes, &entry));
         return entry;
     }
-    static void updates(const unsigned char *host, size_t bytes, int n)
+    // n updates of the whole range whose copies took `ns` each (as the hook's update notes
+    // them: before the copies, then their time).
+    static void updates(const unsigned char *host, size_t bytes, int n, uint64_t ns)
     {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             ob_hook_register_note_update(kDevice, found(host, bytes));
+            ob_hook_register_note_time(found(host, bytes), bytes, ns);
+        }
+    }
+    // A copy time that earns a registration of `bytes` in `k` updates, the registration coming
+    // at the update after them.
+    static uint64_t earning_in(size_t bytes, uint64_t k)
+    {
+        return ob_hook_registered_copy_ns(bytes) + (ob_hook_register_cost_ns(bytes) + k - 1) / k;
+    }
+    static constexpr int kEarn = 3; // updates(..., kEarn + 1, earning_in(bytes, kEarn)) registers
+    static void earn(const unsigned char *host, size_t bytes, int extra = 0)
+    {
+        updates(host, bytes, kEarn + 1 + extra, earning_in(bytes, kEarn));
     }
     // One update each way of the whole range on fresh bytes, poisoned destinations first;
     // returns the paths the hook's batches took.
@@ -132,24 +147,27 @@ TEST_F(HookRegister, NothingIsRegisteredUnlessAsked)
 {
     Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
     ob_mirror_entry *entry = mirror(host.ptr, host.bytes, dev.ptr);
-    updates(host.ptr, host.bytes, 10);
+    earn(host.ptr, host.bytes, 10);
     EXPECT_EQ(OB_PIN_NONE, entry->pinned);
     EXPECT_EQ(0, registrations());
     EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(host.ptr));
 }
 
-// At its third update the range is registered; its copies then go between its own pages and
-// the device (no pack, no unpack) and arrive byte for byte; dropped, it is unregistered.
-TEST_F(HookRegister, ALargeRangeIsRegisteredAtItsThirdUpdateUntilItLeavesTheMirror)
+// Once the time its updates took beyond registered copies' pace reaches the cost of a
+// registration, the range is registered before its next update; its copies then go between
+// its own pages and the device (no pack, no unpack) and arrive byte for byte; dropped, it is
+// unregistered.
+TEST_F(HookRegister, ARangeIsRegisteredOnceItsUpdatesPaidForIt)
 {
     set_cap("64");
     Buffer host(PAGEABLE, 2 * kMiB + 123), dev(DEVICE, 2 * kMiB + 123);
     mirror(host.ptr, host.bytes, dev.ptr);
     unsigned before = round_trip(host, dev, 1);
     EXPECT_NE(0u, before & OMPBATCH_PATH_STAGED) << "pageable: through pinned staging";
-    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE - 1);
-    EXPECT_EQ(0, registrations());
-    updates(host.ptr, host.bytes, 1);
+    const uint64_t slow = earning_in(host.bytes, 5);
+    updates(host.ptr, host.bytes, 5, slow);
+    EXPECT_EQ(0, registrations()) << "paid for, not yet bought";
+    updates(host.ptr, host.bytes, 1, slow);
     EXPECT_EQ(1, registrations());
     EXPECT_EQ(OB_PIN_REGISTERED, found(host.ptr, host.bytes)->pinned);
     EXPECT_EQ(host.bytes, ob_hook_registered_bytes());
@@ -158,7 +176,7 @@ TEST_F(HookRegister, ALargeRangeIsRegisteredAtItsThirdUpdateUntilItLeavesTheMirr
     unsigned after = round_trip(host, dev, 3);
     EXPECT_EQ(0u, after & (OMPBATCH_PATH_STAGED | OMPBATCH_PATH_KERNEL))
         << "registered: straight between its pages and the device, paths " << after;
-    updates(host.ptr, host.bytes, 5);
+    updates(host.ptr, host.bytes, 5, slow);
     EXPECT_EQ(1, registrations()) << "once";
 
     ob_mirror_drop_range(kDevice, reinterpret_cast<uintptr_t>(host.ptr),
@@ -175,7 +193,7 @@ TEST_F(HookRegister, EveryWayOutOfTheMirrorUnregisters)
     Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
     // Replaced by an overlapping insert (the runtime mapped the memory again).
     mirror(a.ptr, a.bytes, dev.ptr);
-    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
+    earn(a.ptr, a.bytes);
     ASSERT_EQ(1, registrations());
     ob_mirror_entry *replaced = mirror(a.ptr + 100, 1000, dev.ptr);
     EXPECT_EQ(1, unregistrations());
@@ -184,8 +202,8 @@ TEST_F(HookRegister, EveryWayOutOfTheMirrorUnregisters)
     // With the device's whole table.
     mirror(a.ptr, a.bytes, dev.ptr);
     mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
-    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
-    updates(b.ptr, b.bytes, OB_REGISTER_AT_UPDATE);
+    earn(a.ptr, a.bytes);
+    earn(b.ptr, b.bytes);
     EXPECT_EQ(3, registrations());
     EXPECT_EQ(4 * kMiB, ob_hook_registered_bytes());
     ob_mirror_drop_device(kDevice);
@@ -199,8 +217,36 @@ TEST_F(HookRegister, SmallRangesAreNeverRegistered)
     set_cap("64");
     Buffer host(PAGEABLE, OB_REGISTER_MIN_BYTES - 1), dev(DEVICE, OB_REGISTER_MIN_BYTES);
     mirror(host.ptr, host.bytes, dev.ptr);
-    updates(host.ptr, host.bytes, 20);
+    earn(host.ptr, host.bytes, 20);
     EXPECT_EQ(0, registrations());
+}
+
+// Copies as fast as registered ones would be earn nothing, however many; slow ones earn it in
+// proportion: twice the excess, half the updates.
+TEST_F(HookRegister, OnlyTimeBeyondTheRegisteredPaceCounts)
+{
+    set_cap("64");
+    Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
+    mirror(a.ptr, a.bytes, dev.ptr);
+    mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
+    updates(a.ptr, a.bytes, 200, ob_hook_registered_copy_ns(a.bytes));
+    EXPECT_EQ(0, registrations());
+    EXPECT_EQ(0u, found(a.ptr, a.bytes)->excess_ns);
+    const uint64_t excess = ob_hook_register_cost_ns(b.bytes) / 8 + 1;
+    updates(b.ptr, b.bytes, 8, ob_hook_registered_copy_ns(b.bytes) + excess);
+    EXPECT_EQ(0, registrations()) << "7 updates' excess is short of the cost";
+    updates(b.ptr, b.bytes, 1, 0);
+    EXPECT_EQ(1, registrations()) << "8 of them reach it";
+    EXPECT_EQ(OB_PIN_REGISTERED, found(b.ptr, b.bytes)->pinned);
+    updates(a.ptr, a.bytes, 4, ob_hook_registered_copy_ns(a.bytes) + 2 * excess);
+    EXPECT_EQ(1, registrations()) << "4 updates at twice the excess earn it, bought at the 5th";
+    updates(a.ptr, a.bytes, 1, 0);
+    EXPECT_EQ(2, registrations());
+    // A 64 MiB range whose updates take 1.5 ms (an idle H100 host's staging pipeline) waits
+    // for about 20 of them; at 4.3 ms (the driver's pageable copy on a busy host), 2.
+    const size_t big = 64 * kMiB;
+    EXPECT_GE(ob_hook_register_cost_ns(big) / (1500000 - ob_hook_registered_copy_ns(big)), 15u);
+    EXPECT_LE(ob_hook_register_cost_ns(big) / (4300000 - ob_hook_registered_copy_ns(big)), 2u);
 }
 
 TEST_F(HookRegister, TheCapIsKept)
@@ -209,8 +255,8 @@ TEST_F(HookRegister, TheCapIsKept)
     Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
     mirror(a.ptr, a.bytes, dev.ptr);
     mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
-    updates(a.ptr, a.bytes, OB_REGISTER_AT_UPDATE);
-    updates(b.ptr, b.bytes, OB_REGISTER_AT_UPDATE + 3);
+    earn(a.ptr, a.bytes);
+    earn(b.ptr, b.bytes, 3);
     EXPECT_EQ(1, registrations()) << "2 + 2 MiB would pass the cap of 3";
     EXPECT_EQ(OB_PIN_REGISTERED, found(a.ptr, a.bytes)->pinned);
     EXPECT_EQ(OB_PIN_REFUSED, found(b.ptr, b.bytes)->pinned);
@@ -219,7 +265,7 @@ TEST_F(HookRegister, TheCapIsKept)
     set_cap("1");
     Buffer c(PAGEABLE, 2 * kMiB), dev_c(DEVICE, 2 * kMiB);
     mirror(c.ptr, c.bytes, dev_c.ptr);
-    updates(c.ptr, c.bytes, OB_REGISTER_AT_UPDATE);
+    earn(c.ptr, c.bytes);
     EXPECT_EQ(1, registrations());
     EXPECT_EQ(OB_PIN_REFUSED, found(c.ptr, c.bytes)->pinned);
 }
@@ -236,7 +282,7 @@ TEST_F(HookRegister, ARefusedRegistrationIsNotTriedAgain)
     ASSERT_EQ(OMPBATCH_OK, ob_driver_push_context(0));
     ASSERT_EQ(CUDA_SUCCESS, d->fn.cuMemHostRegister(host.ptr + 4096, 4096, 0));
     ASSERT_EQ(OMPBATCH_OK, ob_driver_pop_context());
-    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE + 4);
+    earn(host.ptr, host.bytes, 4);
     EXPECT_EQ(2, registrations()) << "the program's, then the hook's one try";
     EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
     EXPECT_EQ(0u, ob_hook_registered_bytes());
@@ -252,7 +298,7 @@ TEST_F(HookRegister, ARefusedRegistrationIsNotTriedAgain)
     fake().reset();
     mirror(host.ptr, host.bytes, dev.ptr);
     ASSERT_EQ(0, fake().inject_failure("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY));
-    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE + 4);
+    earn(host.ptr, host.bytes, 4);
     EXPECT_EQ(1, registrations());
     EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
     EXPECT_NE(0u, round_trip(host, dev, 9) & OMPBATCH_PATH_STAGED);
@@ -265,7 +311,7 @@ TEST_F(HookRegister, AFailedUnregistrationIsLetGo)
     set_cap("64");
     Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
     mirror(host.ptr, host.bytes, dev.ptr);
-    updates(host.ptr, host.bytes, OB_REGISTER_AT_UPDATE);
+    earn(host.ptr, host.bytes);
     ASSERT_EQ(2 * kMiB, ob_hook_registered_bytes());
     ASSERT_EQ(0, fake().inject_failure("cuMemHostUnregister", 1, CUDA_ERROR_UNKNOWN));
     ob_mirror_drop_device(kDevice);
@@ -284,7 +330,7 @@ TEST_F(HookRegister, AHostOffloadDeviceRegistersNothing)
     set_cap("64");
     std::vector<unsigned char> host(2 * kMiB), device_side(2 * kMiB);
     mirror(host.data(), host.size(), device_side.data());
-    updates(host.data(), host.size(), OB_REGISTER_AT_UPDATE + 2);
+    earn(host.data(), host.size(), 2);
     EXPECT_EQ(0, registrations());
     EXPECT_EQ(OB_PIN_REFUSED, found(host.data(), host.size())->pinned);
 }
