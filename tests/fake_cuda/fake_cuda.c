@@ -768,6 +768,20 @@ static const char *range_problem(uintptr_t p, size_t n, char *buf, size_t len)
     return NULL;
 }
 
+/* Room for one more allocation in the table. */
+static CUresult alloc_table_room(void)
+{
+    if (g.nallocs < g.allocs_cap)
+        return CUDA_SUCCESS;
+    size_t cap = g.allocs_cap == 0 ? 64 : 2 * g.allocs_cap;
+    struct alloc *allocs = realloc(g.allocs, cap * sizeof *allocs);
+    if (allocs == NULL)
+        return fail(CUDA_ERROR_OUT_OF_MEMORY, "no memory for the allocation table");
+    g.allocs = allocs;
+    g.allocs_cap = cap;
+    return CUDA_SUCCESS;
+}
+
 static CUresult alloc_new(size_t size, enum alloc_kind kind, struct CUctx_st *ctx, void **out)
 {
     if (size == 0)
@@ -778,14 +792,9 @@ static CUresult alloc_new(size_t size, enum alloc_kind kind, struct CUctx_st *ct
                     alloc_kind_names[kind]);
     if (size > (size_t)(arena->end - arena->base))
         return fail(CUDA_ERROR_OUT_OF_MEMORY, "%zu bytes is more than the fake has", size);
-    if (g.nallocs == g.allocs_cap) {
-        size_t cap = g.allocs_cap == 0 ? 64 : 2 * g.allocs_cap;
-        struct alloc *allocs = realloc(g.allocs, cap * sizeof *allocs);
-        if (allocs == NULL)
-            return fail(CUDA_ERROR_OUT_OF_MEMORY, "no memory for the allocation table");
-        g.allocs = allocs;
-        g.allocs_cap = cap;
-    }
+    CUresult room = alloc_table_room();
+    if (room != CUDA_SUCCESS)
+        return room;
     size_t pages = page_round_up(size);
     uintptr_t base = arena_place(arena, pages);
     if (base == 0 || mprotect((void *)base, pages, PROT_READ | PROT_WRITE) != 0)
@@ -1645,16 +1654,8 @@ static CUresult CUDAAPI fake_cuMemHostRegister(void *p, size_t size, unsigned in
                  "range %p + %zu overlaps memory the driver already knows", p, size);
         goto out;
     }
-    if (g.nallocs == g.allocs_cap) {
-        size_t cap = g.allocs_cap == 0 ? 64 : 2 * g.allocs_cap;
-        struct alloc *allocs = realloc(g.allocs, cap * sizeof *allocs);
-        if (allocs == NULL) {
-            r = fail(CUDA_ERROR_OUT_OF_MEMORY, "no memory for the allocation table");
-            goto out;
-        }
-        g.allocs = allocs;
-        g.allocs_cap = cap;
-    }
+    if ((r = alloc_table_room()) != CUDA_SUCCESS)
+        goto out;
     memmove(&g.allocs[below_end + 1], &g.allocs[below_end],
             (g.nallocs - below_end) * sizeof *g.allocs);
     g.allocs[below_end] = (struct alloc){.base = base,
