@@ -63,12 +63,12 @@ void ob_hook_register_note_update(int device, ob_mirror_entry *entry)
     size_t held = atomic_load_explicit(&registered_bytes, memory_order_relaxed);
     if (bytes > cap || held > cap - bytes) {
         entry->pinned = OB_PIN_REFUSED;
-        ob_log(1, "hook: not registering %zu bytes at %#lx: %zu of OMPBATCH_REGISTER_MB's %zu "
-                  "MiB are registered",
-               bytes, (unsigned long)entry->begin, held >> 20, cap >> 20);
+        ob_log(1, "hook: not registering %zu bytes at %#lx: it would pass OMPBATCH_REGISTER_MB "
+                  "(%zu MiB, %zu MiB registered)",
+               bytes, (unsigned long)entry->begin, cap >> 20, held >> 20);
         return;
     }
-    ob_mirror_on_release(release);
+    ob_mirror_on_release(release); /* before the first registration there is none to undo */
     if (ob_hook_copy_register(device, (void *)entry->begin, bytes) != OMPBATCH_OK) {
         entry->pinned = OB_PIN_REFUSED;
         ob_log(1, "hook: cannot register %zu bytes at %#lx (%s); its copies stay staged", bytes,
