@@ -12,6 +12,7 @@
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
 #include "plugin/core/phase_time.h"
+#include "plugin/cuda/memkind.h"
 #include "plugin/exec/exec.h"
 #include "plugin/plan/cost.h"
 
@@ -19,6 +20,14 @@
  * a batch that cannot stage (planning disabled, the direct strategy, no batch call) sends its
  * runs; so does a rectangle whose sides' spans overlap, for the planner checks a copy's
  * sides for overlap by their spans. */
+/* What a plan was made under: the configuration's reading and the library's own
+ * registrations of host memory (memkind.h). Both only grow, so their sum changes whenever
+ * either does. */
+static unsigned long plan_generation(void)
+{
+    return ob_config_generation() + ob_mem_host_generation();
+}
+
 static int rect_stays_whole(const ob_plan_params *params, const ob_copy_key *key,
                             const ob_rect *rect)
 {
@@ -170,7 +179,7 @@ static int remember_rects(ompbatch_batch *batch)
 static int keys_match(const ompbatch_batch *batch)
 {
     if (!batch->current.valid || batch->current.count != batch->count ||
-        batch->current.config != ob_config_generation() || !rects_match(batch))
+        batch->current.config != plan_generation() || !rects_match(batch))
         return 0;
     /* A refill still replaying compared every copy as it was added. */
     return batch->replaying || batch->count == 0 ||
@@ -217,7 +226,7 @@ static int take_kept_plan(ompbatch_batch *batch, uint64_t *hash)
         return 0;
     *hash = ob_plan_keys_hash(batch->added, batch->count);
     ob_cached_plan *slot = ob_plan_cache_find(batch->plans, batch->added, batch->count, *hash,
-                                              ob_config_generation());
+                                              plan_generation());
     if (slot == NULL)
         return 0;
     int keep = batch->current.valid && ob_plan_cache_fits(batch->current.count) &&
@@ -255,7 +264,7 @@ int ob_batch_plan_and_run(ompbatch_batch *batch)
             swap_with_slot(batch, ob_plan_cache_victim(batch->plans, batch->current.count), 1);
         if (status == OMPBATCH_OK) {
             uint64_t started = ob_phase_start();
-            batch->current.config = ob_config_generation();
+            batch->current.config = plan_generation();
             status = plan_copies(batch, 1);
             remember_keys(batch, hash);
             batch->current.valid = status == OMPBATCH_OK && remember_rects(batch);

@@ -1,6 +1,7 @@
 #include "plugin/core/alloc.h"
 #include "plugin/cuda/memkind.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,18 @@ static int query_driver(const ob_driver *driver, uintptr_t ptr, ob_mem_range *ra
     return OMPBATCH_OK;
 }
 
+static atomic_ulong host_generation;
+
+unsigned long ob_mem_host_generation(void)
+{
+    return atomic_load_explicit(&host_generation, memory_order_acquire);
+}
+
+void ob_mem_host_changed(void)
+{
+    atomic_fetch_add_explicit(&host_generation, 1, memory_order_acq_rel);
+}
+
 int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
                     ob_mem_info *out)
 {
@@ -113,6 +126,11 @@ int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
         out->kind = OB_MEM_PAGEABLE;
         out->ordinal = -1;
         return OMPBATCH_OK;
+    }
+    unsigned long generation = ob_mem_host_generation();
+    if (cache->host_generation != generation) {
+        ob_mem_cache_clear(cache);
+        cache->host_generation = generation;
     }
     if (cache->last < cache->count && cache->ranges[cache->last].start <= ptr &&
         ptr < cache->ranges[cache->last].end) {

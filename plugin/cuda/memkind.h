@@ -40,10 +40,20 @@ typedef struct ob_mem_cache {
                              destination allocation */
     size_t device_ranges; /* device and managed ranges among them: forgetting those is free
                              when there are none (a hook batch caches host pages only) */
+    unsigned long host_generation; /* ob_mem_host_generation when the ranges were learnt */
 } ob_mem_cache;
 
+/* Counts the library's own registrations and unregistrations of host memory (the hook's,
+ * OMPBATCH_REGISTER_MB): a cache learnt before the latest forgets everything at its next
+ * classification, and a plan made before it is made anew (batch_plan.c), in every batch of
+ * every thread. Registrations the program makes itself are its to announce
+ * (ompbatch_batch_forget_memory). */
+unsigned long ob_mem_host_generation(void);
+void ob_mem_host_changed(void);
+
 /* Fills *out for ptr. Allocations the driver knows are cached by their whole range; pageable
- * memory by its page. Without a driver (driver == NULL) everything is pageable. */
+ * memory by its page. Without a driver (driver == NULL) everything is pageable. A cache older
+ * than ob_mem_host_generation is emptied first. */
 int ob_mem_classify(const ob_driver *driver, ob_mem_cache *cache, uintptr_t ptr,
                     ob_mem_info *out);
 

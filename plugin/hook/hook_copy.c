@@ -267,16 +267,6 @@ void ob_hook_copy_forget_memory(void)
             ob_batch_forget_device_memory(mine->batches[d]);
 }
 
-/* This thread's batches after the driver's view of host memory changed. */
-static void forget_host_memory(void)
-{
-    pthread_once(&key_once, create_key);
-    thread_batches *mine = pthread_getspecific(batches_key);
-    for (int d = 0; d < OB_MIRROR_MAX_DEVICES && mine != NULL; d++)
-        if (mine->batches[d] != NULL)
-            ob_batch_forget_memory_now(mine->batches[d]);
-}
-
 /* Runs a registration call in the device's context. */
 static int in_device_context(int device, void *host, size_t bytes, int registering)
 {
@@ -297,7 +287,9 @@ static int in_device_context(int device, void *host, size_t bytes, int registeri
                                  CU_MEMHOSTREGISTER_PORTABLE)
                          : OB_CU(driver, cuMemHostUnregister, host);
     status = ob_driver_leave_context(pushed, status);
-    forget_host_memory();
+    /* Every batch's memory kinds and plans, this thread's or not, the program's or the hook's,
+     * are learnt again: after an unregistration none may take the range for pinned. */
+    ob_mem_host_changed();
     return status;
 }
 

@@ -54,9 +54,8 @@ void ob_hook_copy_forget_memory(void);
 /* Registers [host, host + bytes) with the driver for OpenMP device `device` (portable: every
  * context sees it pinned), so that its copies go straight between the program's pages and the
  * device. Only for a device that copies through CUDA. Returns OMPBATCH_OK, or the status of
- * the refusal (ompbatch_last_error says why); the caller logs it. This thread's batches
- * forget what they knew of host memory; other threads' keep their verdicts, which costs them
- * speed only (a hook batch never reads host memory in place from the GPU). */
+ * the refusal (ompbatch_last_error says why); the caller logs it. Either way every batch
+ * learns memory kinds and plans anew (ob_mem_host_changed). */
 int ob_hook_copy_register(int device, void *host, size_t bytes);
 
 /* Undoes ob_hook_copy_register for the range starting at host. Returns OMPBATCH_OK or the

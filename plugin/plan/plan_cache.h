@@ -50,7 +50,8 @@ typedef struct ob_cached_plan {
     size_t count;
     size_t capacity;       /* of keys */
     uint64_t hash;         /* ob_plan_keys_hash of keys[0, count) */
-    unsigned long config;  /* ob_config_generation when it was built */
+    unsigned long config;  /* the planning generation when it was built (batch_plan.c: the
+                              configuration's reading and the library's host registrations) */
     int valid;             /* a plan of keys[0, count) nothing has made stale */
 } ob_cached_plan;
 

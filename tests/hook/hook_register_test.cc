@@ -187,6 +187,40 @@ TEST_F(HookRegister, ARangeIsRegisteredOnceItsUpdatesPaidForIt)
     EXPECT_NE(0u, round_trip(host, dev, 5) & OMPBATCH_PATH_STAGED) << "pageable again";
 }
 
+// Every batch learns of the hook's registrations, not only the hook's own on this thread: a
+// batch of the program's that planned the range as pageable plans it as pinned afterwards, and
+// as pageable again once it is unregistered (a stale "pinned" could let the copy kernel reach
+// for pages the GPU no longer maps). Its copies are byte-exact throughout.
+TEST_F(HookRegister, EveryBatchLearnsOfARegistrationAndItsUndoing)
+{
+    set_cap("64");
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    mirror(host.ptr, host.bytes, dev.ptr);
+    Batch batch(0);
+    // The same copy each time, so that the batch would reuse its plan if nothing told it.
+    auto paths = [&](uint64_t salt) {
+        host.fill(salt);
+        std::vector<unsigned char> want(host.ptr, host.ptr + host.bytes);
+        std::memset(dev.ptr, 0x5A, dev.bytes);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_add(batch.b, dev.ptr, 0, host.ptr,
+                                                  OMPBATCH_HOST_DEVICE, host.bytes, 0));
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_submit(batch.b)) << ompbatch_last_error();
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_wait(batch.b)) << ompbatch_last_error();
+        EXPECT_EQ(0, std::memcmp(dev.ptr, want.data(), want.size()));
+        unsigned p = batch.stats().paths;
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_batch_reset(batch.b));
+        return p;
+    };
+    EXPECT_NE(0u, paths(1) & OMPBATCH_PATH_STAGED) << "pageable";
+    EXPECT_NE(0u, paths(2) & OMPBATCH_PATH_STAGED) << "pageable, the plan reused";
+    earn(host.ptr, host.bytes);
+    ASSERT_EQ(1, registrations());
+    EXPECT_EQ(0u, paths(3) & (OMPBATCH_PATH_STAGED | OMPBATCH_PATH_KERNEL)) << "pinned now";
+    ob_mirror_drop_device(kDevice);
+    ASSERT_EQ(1, unregistrations());
+    EXPECT_NE(0u, paths(4) & OMPBATCH_PATH_STAGED) << "pageable again";
+}
+
 TEST_F(HookRegister, EveryWayOutOfTheMirrorUnregisters)
 {
     set_cap("64");
