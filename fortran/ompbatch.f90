@@ -201,6 +201,8 @@ module ompbatch
         integer(c_int64_t) :: time_block_ns = 0
         integer(c_int64_t) :: time_unpack_ns = 0
         integer(c_int64_t) :: regions_direct = 0
+        integer(c_int64_t) :: registrations = 0  ! OMPBATCH_REGISTER_MB
+        integer(c_int64_t) :: bytes_registered = 0
     end type ompbatch_hook_stats
 
     ! ---- The C API -------------------------------------------------------------------------------

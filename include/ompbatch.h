@@ -722,6 +722,9 @@ typedef struct ompbatch_hook_stats {
     uint64_t time_unpack_ns;      /* copying staged bytes into pageable destinations */
     uint64_t regions_direct;      /* target regions whose mapped arrays the kernel got as device
                                      addresses, looked up by the hook instead of the runtime */
+    uint64_t registrations;       /* mapped host ranges the hook registered with the driver
+                                     (OMPBATCH_REGISTER_MB) */
+    uint64_t bytes_registered;    /* bytes of those registrations */
 } ompbatch_hook_stats;
 
 /* Copies the hook's process-wide statistics into *stats (struct_size must be set): its state,

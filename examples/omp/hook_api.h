@@ -121,6 +121,8 @@ static inline void hook_stats_accumulate(ompbatch_hook_stats *acc,
     HOOK_STATS_ADD_(time_block_ns)
     HOOK_STATS_ADD_(time_unpack_ns)
     HOOK_STATS_ADD_(regions_direct)
+    HOOK_STATS_ADD_(registrations)
+    HOOK_STATS_ADD_(bytes_registered)
 #undef HOOK_STATS_ADD_
     acc->paths |= after->paths;
     acc->state = after->state;

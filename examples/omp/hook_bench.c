@@ -1263,6 +1263,7 @@ static void json_stats(FILE *f, const ompbatch_hook_stats *s)
             ", \"batches\": %" PRIu64 ", \"bytes_batched\": %" PRIu64
             ", \"driver_batch_calls\": %" PRIu64 ", \"paths\": \"%s\", \"regions_split\": %" PRIu64
             ", \"region_batched\": %" PRIu64 ", \"regions_direct\": %" PRIu64
+            ", \"registrations\": %" PRIu64 ", \"bytes_registered\": %" PRIu64
             ", \"time_ns\": {\"construct\": %" PRIu64
             ", \"runtime\": %" PRIu64 ", \"kernel\": %" PRIu64 ", \"query\": %" PRIu64
             ", \"add\": %" PRIu64
@@ -1271,7 +1272,8 @@ static void json_stats(FILE *f, const ompbatch_hook_stats *s)
             s->constructs, s->kernels, s->items, s->update_batched, s->enter_batched,
             s->exit_batched, s->items_forwarded, s->batches, s->bytes_batched,
             s->driver_batch_calls, hook_paths_text(s->paths, paths, sizeof paths),
-            s->regions_split, s->region_batched, s->regions_direct, s->time_construct_ns,
+            s->regions_split, s->region_batched, s->regions_direct, s->registrations,
+            s->bytes_registered, s->time_construct_ns,
             s->time_runtime_ns, s->time_kernel_ns, s->time_query_ns, s->time_add_ns,
             s->time_plan_ns, s->time_enqueue_ns, s->time_poll_ns, s->time_block_ns,
             s->time_unpack_ns);

@@ -8,6 +8,7 @@
 #include "plugin/core/config.h"
 #include "plugin/core/log.h"
 #include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_stats.h"
 #include "ompbatch.h"
 
 /* register_probe on an H100 (benchmarks/2026-12-07-h100-0852): registering and unregistering
@@ -77,6 +78,8 @@ void ob_hook_register_note_update(int device, ob_mirror_entry *entry)
     }
     entry->pinned = OB_PIN_REGISTERED;
     atomic_fetch_add_explicit(&registered_bytes, bytes, memory_order_relaxed);
+    ob_hook_add(&ob_hook_count.registrations, 1);
+    ob_hook_add(&ob_hook_count.bytes_registered, bytes);
     ob_log(1, "hook: registered %zu bytes at %#lx with the driver at its update %u", bytes,
            (unsigned long)entry->begin, (unsigned)entry->updates);
 }

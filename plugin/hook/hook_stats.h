@@ -26,7 +26,9 @@
     COUNT(regions_split, "regions_split")                                                       \
     COUNT(region_items, "region_items")                                                         \
     COUNT(region_batched, "region_batched")                                                     \
-    COUNT(regions_direct, "regions_direct")
+    COUNT(regions_direct, "regions_direct")                                                     \
+    COUNT(registrations, "registrations")                                                       \
+    COUNT(bytes_registered, "bytes_registered")
 
 typedef struct ob_hook_counters {
 #define OB_HOOK_COUNT_FIELD_(field, printed) atomic_uint_fast64_t field;

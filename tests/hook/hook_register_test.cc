@@ -167,8 +167,14 @@ TEST_F(HookRegister, ARangeIsRegisteredOnceItsUpdatesPaidForIt)
     const uint64_t slow = earning_in(host.bytes, 5);
     updates(host.ptr, host.bytes, 5, slow);
     EXPECT_EQ(0, registrations()) << "paid for, not yet bought";
+    ompbatch_hook_stats stats = {};
+    stats.struct_size = sizeof(stats);
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_reset_stats());
     updates(host.ptr, host.bytes, 1, slow);
     EXPECT_EQ(1, registrations());
+    ASSERT_EQ(OMPBATCH_OK, ompbatch_hook_get_stats(&stats));
+    EXPECT_EQ(1u, stats.registrations);
+    EXPECT_EQ(host.bytes, stats.bytes_registered);
     EXPECT_EQ(OB_PIN_REGISTERED, found(host.ptr, host.bytes)->pinned);
     EXPECT_EQ(host.bytes, ob_hook_registered_bytes());
     EXPECT_EQ(OB_MEM_PINNED, kind_of(host.ptr));
