@@ -206,6 +206,18 @@ void ob_mirror_drop_device(int device)
     table->count = table->dead = 0;
 }
 
+void ob_mirror_release_pins(int device)
+{
+    range_table *table = table_of(device);
+    for (size_t i = 0; table != NULL && i < table->count; i++) {
+        ob_mirror_entry *entry = &table->entries[i];
+        if (entry->pinned == OB_PIN_REGISTERED && !is_dead(entry)) {
+            release(table, entry);
+            entry->pinned = OB_PIN_REFUSED;
+        }
+    }
+}
+
 void ob_mirror_on_release(void (*fn)(int device, const ob_mirror_entry *entry))
 {
     release_fn = fn;

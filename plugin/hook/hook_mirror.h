@@ -63,6 +63,11 @@ void ob_mirror_neighbours(int device, uintptr_t ptr, ob_mirror_entry **below,
  * The mapping it stood for is gone, or the hook can no longer follow it. */
 void ob_mirror_on_release(void (*fn)(int device, const ob_mirror_entry *entry));
 
+/* Releases (as above) every registered entry of device and marks it OB_PIN_REFUSED, keeping
+ * the entries: for when the hook stops seeing the runtime's calls and so could no longer tell
+ * when their mappings die. */
+void ob_mirror_release_pins(int device);
+
 /* Calls fn with each live entry of device, in order. */
 void ob_mirror_each(int device, void (*fn)(void *context, const ob_mirror_entry *entry),
                     void *context);

@@ -91,6 +91,12 @@ void ob_hook_register_note_time(ob_mirror_entry *entry, size_t bytes, uint64_t n
         entry->excess_ns += ns - registered;
 }
 
+void ob_hook_register_release_all(void)
+{
+    for (int d = 0; d < OB_MIRROR_MAX_DEVICES && ob_hook_registered_bytes() > 0; d++)
+        ob_mirror_release_pins(d);
+}
+
 size_t ob_hook_registered_bytes(void)
 {
     return atomic_load_explicit(&registered_bytes, memory_order_relaxed);

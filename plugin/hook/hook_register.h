@@ -40,6 +40,11 @@ void ob_hook_register_note_time(ob_mirror_entry *entry, size_t bytes, uint64_t n
 uint64_t ob_hook_register_cost_ns(size_t bytes);
 uint64_t ob_hook_registered_copy_ns(size_t bytes);
 
+/* Undoes every registration, keeping the entries (never registered again): the hook is going
+ * from active to pass-through, after which it cannot see the mappings die. Called with the
+ * construct lock held exclusively. */
+void ob_hook_register_release_all(void);
+
 /* Bytes registered now, for tests and the verbose log. */
 size_t ob_hook_registered_bytes(void);
 

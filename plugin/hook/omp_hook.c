@@ -37,6 +37,7 @@
 #include "plugin/hook/hook_mapper.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_region.h"
+#include "plugin/hook/hook_register.h"
 #include "plugin/hook/hook_runtime.h"
 #include "plugin/hook/hook_state.h"
 #include "plugin/hook/hook_stats.h"
@@ -383,6 +384,16 @@ static int direct_region(const ob_hook_runtime *rt, ob_ident *loc, int64_t devic
     return direct ? 0 : -1;
 }
 
+/* The hook turned pass-through for good (a runtime it does not know after all, or unified
+ * shared memory): it will not see the registered ranges' mappings die, so their registrations
+ * are undone now (hook_register.h). */
+static void went_pass_through(void)
+{
+    pthread_rwlock_wrlock(&construct_lock);
+    ob_hook_register_release_all();
+    pthread_rwlock_unlock(&construct_lock);
+}
+
 OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t num_teams,
                                        int32_t thread_limit, void *host_ptr, ob_kernel_args *args)
 {
@@ -398,6 +409,7 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
                      "forwarding every call unchanged from now on", (unsigned)args->version,
                      rt->major);
             ob_hook_state_set(OB_HOOK_RUNTIME_KNOWN, 0);
+            went_pass_through();
         } else {
             device = resolve_device(rt, device_id);
         }
@@ -473,8 +485,10 @@ OB_HOOK_EXPORT void __tgt_push_mapper_component(void *handle, void *base, void *
 /* The program's `requires` flags: under unified shared memory maps are host memory. */
 static void note_requires(int64_t flags)
 {
-    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 1) == 0)
+    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 1) == 0) {
         ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
+        went_pass_through();
+    }
 }
 
 OB_HOOK_EXPORT void __tgt_register_lib(ob_bin_desc *desc)
@@ -559,6 +573,9 @@ int ompbatch_hook_set_enabled(int want)
                        "OMPBATCH_DISABLE=1 is set: the hook stays a pass-through");
     pthread_rwlock_wrlock(&construct_lock);
     int previous = ob_hook_state_set(OB_HOOK_ENABLED, want);
+    /* Off, it will not see the registered ranges' mappings die. */
+    if (!want && previous)
+        ob_hook_register_release_all();
     /* While off, the hook saw nothing: what it knew of the runtime's tables is stale. */
     if (want && !previous)
         for (int d = 0; d < OB_MIRROR_MAX_DEVICES; d++)

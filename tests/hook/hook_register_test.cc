@@ -252,6 +252,32 @@ TEST_F(HookRegister, EveryWayOutOfTheMirrorUnregisters)
     EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(b.ptr));
 }
 
+// Switched off (or pass-through for good), the hook no longer sees mappings die, so every
+// registration is undone at once; the entries stay, never to be registered again, and the
+// mirror is forgotten when the hook is switched on again.
+TEST_F(HookRegister, SwitchingTheHookOffUndoesEveryRegistration)
+{
+    set_cap("64");
+    Buffer a(PAGEABLE, 2 * kMiB), b(PAGEABLE, 2 * kMiB), dev(DEVICE, 4 * kMiB);
+    mirror(a.ptr, a.bytes, dev.ptr);
+    mirror(b.ptr, b.bytes, dev.ptr + 2 * kMiB);
+    earn(a.ptr, a.bytes);
+    earn(b.ptr, b.bytes);
+    ASSERT_EQ(2, registrations());
+    ASSERT_EQ(1, ompbatch_hook_set_enabled(0)) << ompbatch_last_error();
+    EXPECT_EQ(2, unregistrations());
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_PIN_REFUSED, found(a.ptr, a.bytes)->pinned);
+    EXPECT_EQ(OB_PIN_REFUSED, found(b.ptr, b.bytes)->pinned);
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(a.ptr));
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(b.ptr));
+    earn(a.ptr, a.bytes, 5);
+    EXPECT_EQ(2, registrations()) << "not registered again";
+    EXPECT_EQ(0, ompbatch_hook_set_enabled(1));
+    EXPECT_EQ(0u, ob_mirror_count(kDevice));
+    EXPECT_EQ(2, unregistrations());
+}
+
 TEST_F(HookRegister, SmallRangesAreNeverRegistered)
 {
     set_cap("64");
