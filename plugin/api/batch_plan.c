@@ -16,10 +16,6 @@
 #include "plugin/exec/exec.h"
 #include "plugin/plan/cost.h"
 
-/* Whether a rectangle stays one copy: only the host and staged backends take one whole, so
- * a batch that cannot stage (planning disabled, the direct strategy, no batch call) sends its
- * runs; so does a rectangle whose sides' spans overlap, for the planner checks a copy's
- * sides for overlap by their spans. */
 /* What a plan was made under: the configuration's reading and the library's own
  * registrations of host memory (memkind.h). Both only grow, so their sum changes whenever
  * either does. */
@@ -28,6 +24,10 @@ static unsigned long plan_generation(void)
     return ob_config_generation() + ob_mem_host_generation();
 }
 
+/* Whether a rectangle stays one copy: only the host and staged backends take one whole, so
+ * a batch that cannot stage (planning disabled, the direct strategy, no batch call) sends its
+ * runs; so does a rectangle whose sides' spans overlap, for the planner checks a copy's
+ * sides for overlap by their spans. */
 static int rect_stays_whole(const ob_plan_params *params, const ob_copy_key *key,
                             const ob_rect *rect)
 {
