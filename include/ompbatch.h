@@ -760,8 +760,10 @@ OMPBATCH_API int ompbatch_hook_reset_stats(void);
  * call it between constructs, not while other threads are inside one. Returns the previous
  * setting (0 or 1) or a negative status.
  * Turning it on again after off forgets the hook's mirror of the runtime's mappings: what was
- * mapped while it was off is forwarded until it is mapped anew. On means "batch where
- * possible": a runtime the hook does not know still keeps it a pass-through.
+ * mapped while it was off is forwarded until it is mapped anew. Turning it off undoes the
+ * hook's registrations of mapped ranges (OMPBATCH_REGISTER_MB), whose mappings it could no
+ * longer see die. On means "batch where possible": a runtime the hook does not know still
+ * keeps it a pass-through.
  *
  * Parameters:
  *   enabled  1 to batch, 0 to forward everything.
