@@ -37,6 +37,9 @@
 #                      libomptarget aborts exits 134)
 #   --no-stats         no statistics line is expected (a run that aborts skips exit handlers)
 #   --no-preload       skip the preload variant
+#   --env VAR=VALUE    set VAR in every variant's environment (plain's too), repeatable, e.g.
+#                      --env OMPBATCH_REGISTER_MB=4096 for a behaviour the hook has only when
+#                      asked
 #   --args-file F      read more arguments from F, one per line, as if given in its place
 #                      (the Bazel tests write their options there, so GPU runs reuse them)
 # environment:
@@ -86,6 +89,7 @@ stats=1
 preload=1
 positional=()
 program_args=()
+extra_env=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --name) [ $# -ge 2 ] || usage; name=$2; shift 2 ;;
@@ -95,6 +99,14 @@ while [ $# -gt 0 ]; do
     --no-preload) preload=0; shift ;;
     --state) [ $# -ge 2 ] || usage; want_state=$2; shift 2 ;;
     --host-busy) [ $# -ge 2 ] || usage; host_busy=$2; shift 2 ;;
+    --env)
+        [ $# -ge 2 ] && [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || {
+            echo "compare.sh: --env needs VAR=VALUE, got '${2:-}'" >&2
+            usage
+        }
+        extra_env+=("$2")
+        shift 2
+        ;;
     --) shift; program_args=("$@"); break ;;
     -*) echo "compare.sh: unknown option $1" >&2; usage ;;
     *) positional+=("$1"); shift ;;
@@ -129,12 +141,13 @@ case "$seed" in
 '' | *[!0-9]*) echo "compare.sh: OMPBATCH_TEST_SEED must be a number, got '$seed'" >&2; exit 2 ;;
 esac
 echo "omp hook compare $name: seed $seed (OMPBATCH_TEST_SEED=$seed replays it)"
+[ ${#extra_env[@]} -eq 0 ] || echo "every variant with ${extra_env[*]}"
 
 dir=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/omp_hook_compare.XXXXXX") || exit 2
 timeout_s=${OMPBATCH_COMPARE_TIMEOUT:-120}
 
 base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY
-    OMPBATCH_HOST_BUSY="$host_busy")
+    OMPBATCH_HOST_BUSY="$host_busy" ${extra_env[@]+"${extra_env[@]}"})
 # What the runner itself must preload into every run (LLVM 19's JIT-init library on a GPU).
 runner_preload=${OMPBATCH_COMPARE_PRELOAD:-}
 [ -z "$runner_preload" ] || base_env+=(LD_PRELOAD="$runner_preload")

@@ -59,13 +59,16 @@ def omp_hook_compare_test(
         stats = True,
         state = None,
         program_args = [],
+        env = [],
         size = "small",
         timeout = "short",
         llvm_versions = LLVM_VERSIONS,
         **kwargs):
     """A sh_test running compare.sh on omp_hook_program `program`, for each LLVM version:
     plain, hooked, hooked with statistics, LD_PRELOAD=libompbatch.so and OMPBATCH_DISABLE=1
-    must behave alike, and the statistics line must meet `expects` ("key>=N", see compare.sh)."""
+    must behave alike, and the statistics line must meet `expects` ("key>=N", see compare.sh).
+    `env`: "VAR=VALUE" settings every variant runs with (compare.sh --env), in the GPU pack
+    too."""
     for llvm in llvm_versions:
         _compare_test(
             llvm_test_name(name, llvm),
@@ -75,14 +78,17 @@ def omp_hook_compare_test(
             stats,
             state,
             program_args,
+            env,
             size,
             timeout,
             **kwargs
         )
 
-def _compare_test(name, program, expects, status, stats, state, program_args, size, timeout,
-                  **kwargs):
+def _compare_test(name, program, expects, status, stats, state, program_args, env, size,
+                  timeout, **kwargs):
     args = ["--name", name]
+    for setting in env:
+        args += ["--env", setting]
     for expect in expects:
         args += ["--expect", expect]
     if status != None:

@@ -5,7 +5,8 @@
 #   1. every hook test: compare.sh on the nvptx builds, with the CPU test's options plus
 #      paths~kernel|batch for the programs whose constructs carry several pieces to the device
 #      (BATCH_CALL_TESTS): they must reach the copy kernel or cuMemcpyBatchAsync, not only
-#      per-copy cuMemcpyAsync;
+#      per-copy cuMemcpyAsync; and registrations>=1 for those run with OMPBATCH_REGISTER_MB
+#      (REGISTER_TESTS);
 #   2. the hook's allocation-failure test (CUDA paths: staging, batches handed back);
 #   3. NVTX: the hooked maps_basic under a recording NVTX tool (tests/nvtx), its batches must
 #      appear as named ranges;
@@ -36,6 +37,8 @@ fi
 export OMP_TARGET_OFFLOAD=${OMP_TARGET_OFFLOAD:-MANDATORY}
 out=${OUT:-$PWD}
 BATCH_CALL_TESTS="maps_basic_test many_small_test entry_points_test"
+# Run with OMPBATCH_REGISTER_MB (their args say so): on a GPU the hook must have registered.
+REGISTER_TESTS="fork_mapped_registered_test"
 passed=0
 failed=0
 record() {
@@ -50,6 +53,9 @@ while read -r name program; do
     case " $BATCH_CALL_TESTS " in
     *" $name "*) extra="paths~kernel|batch" ;;
     *) extra="" ;;
+    esac
+    case " $REGISTER_TESTS " in
+    *" $name "*) extra="$extra registrations>=1" ;;
     esac
     OMPBATCH_COMPARE_GPU=1 OMPBATCH_COMPARE_EXPECT="$extra" \
         bash "$here/compare.sh" "$here/bin/${program}_nvptx_plain" "$here/bin/${program}_nvptx_hooked" \
