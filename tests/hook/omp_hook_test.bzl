@@ -59,7 +59,7 @@ def omp_hook_compare_test(
         stats = True,
         state = None,
         program_args = [],
-        env = [],
+        env = {},
         size = "small",
         timeout = "short",
         llvm_versions = LLVM_VERSIONS,
@@ -67,8 +67,8 @@ def omp_hook_compare_test(
     """A sh_test running compare.sh on omp_hook_program `program`, for each LLVM version:
     plain, hooked, hooked with statistics, LD_PRELOAD=libompbatch.so and OMPBATCH_DISABLE=1
     must behave alike, and the statistics line must meet `expects` ("key>=N", see compare.sh).
-    `env`: "VAR=VALUE" settings every variant runs with (compare.sh --env), in the GPU pack
-    too."""
+    `env`: variables every variant runs with (compare.sh --env), so that the GPU pack, which
+    reads the options from the same file, sets them too."""
     for llvm in llvm_versions:
         _compare_test(
             llvm_test_name(name, llvm),
@@ -87,8 +87,8 @@ def omp_hook_compare_test(
 def _compare_test(name, program, expects, status, stats, state, program_args, env, size,
                   timeout, **kwargs):
     args = ["--name", name]
-    for setting in env:
-        args += ["--env", setting]
+    for var in sorted(env.keys()):
+        args += ["--env", "%s=%s" % (var, env[var])]
     for expect in expects:
         args += ["--expect", expect]
     if status != None:
