@@ -45,7 +45,9 @@
 # environment:
 #   OMPBATCH_TEST_SEED       the seed (default: random); printed either way, to replay a run
 #   OMPBATCH_COMPARE_GPU=1   keep the caller's CUDA driver setting (GPU builds)
-#   OMPBATCH_COMPARE_TIMEOUT seconds per run (default 120)
+#   OMPBATCH_COMPARE_TIMEOUT seconds per run (default 120); a run still going a second before
+#                            its limit has the wait channel of each thread of its processes
+#                            (children included) read, and a failure report shows them
 #   OMPBATCH_COMPARE_KEEP=1  keep every run's stdout/stderr (kept anyway when a check fails)
 #   OMPBATCH_COMPARE_EXPECT  more --expect expressions, separated by blanks (GPU runs add
 #                            paths~kernel|batch)
@@ -155,6 +157,39 @@ if [ "${OMPBATCH_COMPARE_GPU:-0}" != 1 ]; then
     base_env+=(OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1)
 fi
 
+# The process pid and every process below it, one a line.
+process_tree() {
+    local child
+    echo "$1"
+    for child in $(pgrep -P "$1" 2>/dev/null); do
+        process_tree "$child"
+    done
+}
+
+# Where every thread of the processes under pid waits (state, kernel wait channel, name).
+describe_waits() {
+    local p t
+    for p in $(process_tree "$1"); do
+        [ -r "/proc/$p/cmdline" ] || continue
+        echo "process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-100)"
+        for t in /proc/"$p"/task/*; do
+            echo "  thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)):" \
+                "$(sed 's/.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)" \
+                "$(cat "$t/wchan" 2>/dev/null)"
+        done
+    done
+}
+
+# A second before a run's time limit, writes where the run under pid waits to file, unless
+# killed first: a run that hangs is reported with where it hung.
+watchdog() {
+    local nap
+    sleep $((timeout_s > 1 ? timeout_s - 1 : 1)) &
+    nap=$!
+    trap 'kill $nap 2>/dev/null; exit 0' TERM
+    wait "$nap" && describe_waits "$1" >"$2"
+}
+
 # run VARIANT [VAR=value...] BINARY: runs BINARY <seed> <program args> into $dir/VARIANT.*
 run() {
     local variant=$1
@@ -163,8 +198,14 @@ run() {
     # runtime aborts is not the program's output.
     (
         timeout -k 5 "$timeout_s" "${base_env[@]}" "$@" "$seed" \
-            ${program_args[@]+"${program_args[@]}"} >"$dir/$variant.out" 2>"$dir/$variant.err"
+            ${program_args[@]+"${program_args[@]}"} >"$dir/$variant.out" 2>"$dir/$variant.err" &
+        running=$!
+        watchdog "$running" "$dir/$variant.hung" &
+        dog=$!
+        wait "$running"
         echo $? >"$dir/$variant.status"
+        kill "$dog" 2>/dev/null
+        wait "$dog"
     ) 2>/dev/null
 }
 
@@ -200,10 +241,14 @@ status_words() {
 # The runtime's messages of a run, addresses masked.
 runtime_lines() { grep -E 'Libomptarget|(^|[^[:alpha:]])omptarget ' "$dir/$1.err" | sed -E 's/0x[0-9a-fA-F]+/0x?/g'; }
 
-# The end of a run's stderr, for a failure's context.
+# The end of a run's stderr, for a failure's context, and where a run that hung waited.
 show_stderr() {
     echo "     last lines of $1's stderr:"
     tail -n 8 "$dir/$1.err" | sed 's/^/       /'
+    if [ -s "$dir/$1.hung" ]; then
+        echo "     where $1 waited a second before its time limit:"
+        sed 's/^/       /' "$dir/$1.hung"
+    fi
 }
 
 # ---- the plain run: the reference ------------------------------------------------------------
