@@ -24,6 +24,7 @@
     X(EXISTING, "already mapped")                                                               \
     X(STILL_MAPPED, "still mapped after the end")                                               \
     X(DEVICE, "device the hook does not copy for")                                              \
+    X(BUSY_LARGE, "large, on a busy host")                                                      \
     X(FAILED, "batch failed; the runtime copied")                                             \
     X(WHOLE, "construct forwarded whole")
 
