@@ -57,6 +57,10 @@
  * times the runtime alone. Hook off and on alternate within each repetition (the order flips
  * every repetition), after one untimed warm-up repetition of each.
  *
+ * --json FILE writes the results: per shape, each mode's minimum, median and every repetition
+ * in the order run (`reps`; pair k is element k of both modes), the verdict and the hook's
+ * statistics of its timed repetitions.
+ *
  * Usage: hook_bench [--reps N] [--quick] [--only KEYS] [--contention] [--json FILE]
  */
 #define _GNU_SOURCE
@@ -745,6 +749,7 @@ typedef struct result {
     int failed; /* wrong data, or the hook batching while off */
     ompbatch_hook_stats on_stats; /* summed over the timed hook-on repetitions */
     ompbatch_hook_stats off_stats;
+    double *reps_us[2]; /* hook off, on: each repetition's time in the order run (JSON) */
 } result;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -1170,6 +1175,10 @@ static int run_shape(const shape *sh, const config *cfg, const hook_api *api, re
         res->pairs_slower = pairs_slower(us[0], us[1], cfg->reps);
     }
     if (!failed) {
+        for (int m = 0; m < modes; m++) {
+            res->reps_us[m] = xmalloc((size_t)cfg->reps * sizeof(double));
+            memcpy(res->reps_us[m], us[m], (size_t)cfg->reps * sizeof(double));
+        }
         /* median() sorts, so element 0 is then the minimum. */
         res->off_med = median(us[0], cfg->reps);
         res->off_min = us[0][0];
@@ -1279,23 +1288,38 @@ static void json_stats(FILE *f, const ompbatch_hook_stats *s)
             s->time_unpack_ns);
 }
 
-static void json_result(FILE *f, const result *r)
+/* ", \"reps\": [t0, t1, ...]": a mode's repetitions in the order run (pair k is element k of
+ * both), so that a median far from its minimum shows which repetitions it came from. */
+static void json_reps(FILE *f, const double *us, int reps)
+{
+    if (us == NULL)
+        return;
+    fprintf(f, ", \"reps\": [");
+    for (int k = 0; k < reps; k++)
+        fprintf(f, "%s%.2f", k ? ", " : "", us[k]);
+    fprintf(f, "]");
+}
+
+static void json_result(FILE *f, const result *r, int reps)
 {
     fprintf(f,
             "    {\"shape\": \"%s\", \"what\": \"%s\", \"constructs\": %zu, \"items\": %zu, "
-            "\"bytes\": %zu, \"ok\": %s,\n     \"off_us\": {\"min\": %.2f, \"median\": %.2f}, ",
+            "\"bytes\": %zu, \"ok\": %s,\n     \"off_us\": {\"min\": %.2f, \"median\": %.2f",
             r->sh->key, r->sh->what, r->constructs, r->items, r->bytes,
             r->failed ? "false" : "true", r->off_min, r->off_med);
+    json_reps(f, r->reps_us[0], reps);
+    fprintf(f, "}, ");
     if (!r->have_on) {
         fprintf(f, "\"on_us\": null, \"speedup\": null, \"hook_stats_on\": null}");
         return;
     }
     static const char *verdicts[] = {"same", "inconclusive", "slower"};
+    fprintf(f, "\"on_us\": {\"min\": %.2f, \"median\": %.2f", r->on_min, r->on_med);
+    json_reps(f, r->reps_us[1], reps);
     fprintf(f,
-            "\"on_us\": {\"min\": %.2f, \"median\": %.2f}, \"speedup\": %.3f,\n"
+            "}, \"speedup\": %.3f,\n"
             "     \"pairs\": %d, \"pairs_over_3pct_slower\": %d, \"verdict\": \"%s\",\n",
-            r->on_min, r->on_med, r->off_med / r->on_med, r->pairs, r->pairs_slower,
-            verdicts[r->verdict]);
+            r->off_med / r->on_med, r->pairs, r->pairs_slower, verdicts[r->verdict]);
     fprintf(f, "     \"hook_stats_on\": ");
     json_stats(f, &r->on_stats);
     fprintf(f, "}");
@@ -1371,7 +1395,7 @@ static int write_json(const char *path, const config *cfg, const hook_api *api,
             fprintf(f, "%s\"%s\"", n++ ? ", " : "", res[k].sh->key);
     fprintf(f, "],\n  \"results\": [\n");
     for (int k = 0; k < nres; k++) {
-        json_result(f, &res[k]);
+        json_result(f, &res[k], cfg->reps);
         fprintf(f, "%s\n", k + 1 < nres ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
@@ -1540,6 +1564,10 @@ int main(int argc, char **argv)
     }
     if (cfg.json && write_json(cfg.json, &cfg, &api, res, nres, failed))
         failed = 1;
+    for (int k = 0; k < nres; k++) {
+        free(res[k].reps_us[0]);
+        free(res[k].reps_us[1]);
+    }
     printf("\nhook_bench: %s\n", failed ? "FAILED" : "all data checked byte for byte");
     return failed ? 1 : 0;
 }
