@@ -120,11 +120,13 @@ static size_t strided_copies(const ob_construct *c, const ob_map_args *a, int32_
  * all taken they get none, and the copy becomes the driver's own, the call the runtime makes,
  * with the hook's pass added: measured under contention on an H100, 64 MiB updates came out
  * 0.94-1.01x of the runtime alone. Kept unless the hook may register the range: its update
- * times are what earn a registration, and a registered range needs no processor to move. */
+ * times are what earn a registration, and a registered range needs no processor to move.
+ * Busy as OMPBATCH_HOST_BUSY says, not while pack threads merely came late once: what the hook
+ * hands the runtime must not depend on a moment's scheduling. */
 static int left_to_busy_runtime(const ob_hook_item *it)
 {
     return (size_t)(it->end - it->begin) >= OB_PIPELINE_MIN_BYTES &&
-           !ob_hook_register_wanted() && ob_workers_late();
+           !ob_hook_register_wanted() && ob_host_saturated();
 }
 
 /* Shares the update's copy time among the entries of its contiguous items by their bytes, for
