@@ -2,7 +2,9 @@
 // fake driver: when a mirrored entry is registered, that its copies then go straight to the
 // device byte for byte, that it is unregistered whichever way it leaves the mirror, the cap,
 // and every refusal (the driver's, the cap's, a host-offload device's) leaving the copies as
-// they were.
+// they were. Last, through the hook's own entry points over a libomptarget.so.16 stand-in
+// (fake_runtime/fake_omptarget.c, linked in): every registration undone when the hook turns
+// pass-through for good.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -18,6 +20,14 @@ extern "C" {
 #include "plugin/hook/hook_copy.h"
 #include "plugin/hook/hook_mirror.h"
 #include "plugin/hook/hook_register.h"
+#include "plugin/hook/hook_state.h"
+#include "plugin/hook/omp_abi.h"
+
+// The hook's entry points, defined by the library linked into this test; the stand-in runtime
+// after it is what they forward to.
+void __tgt_register_requires(int64_t flags);
+int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t num_teams,
+                        int32_t thread_limit, void *host_ptr, ob_kernel_args *args);
 }
 
 namespace {
@@ -399,6 +409,67 @@ TEST_F(HookRegister, AHostOffloadDeviceRegistersNothing)
     earn(host.data(), host.size(), 2);
     EXPECT_EQ(0, registrations());
     EXPECT_EQ(OB_PIN_REFUSED, found(host.data(), host.size())->pinned);
+}
+
+// The hook turns pass-through for good when the program turns out to need what it does not
+// follow: it would no longer see the registered ranges' mappings die (their memory could be
+// freed while the driver keeps it locked), so every registration is undone at once, the
+// entries kept and never registered again.
+class HookGoesPassThrough : public HookRegister {
+protected:
+    void TearDown() override
+    {
+        HookRegister::TearDown();
+        // As the hook was before: the flags are sticky by design.
+        ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 0);
+        ob_hook_state_set(OB_HOOK_RUNTIME_KNOWN, 1);
+    }
+    // One registered range, with the hook active over the stand-in runtime.
+    void register_one(Buffer &host, Buffer &dev)
+    {
+        __tgt_register_requires(0); // loads the hook over the stand-in; requires nothing
+        ASSERT_EQ(1, ob_hook_active()) << "over libomptarget.so.16";
+        set_cap("64");
+        mirror(host.ptr, host.bytes, dev.ptr);
+        earn(host.ptr, host.bytes);
+        ASSERT_EQ(1, registrations());
+        ASSERT_EQ(OB_PIN_REGISTERED, found(host.ptr, host.bytes)->pinned);
+    }
+    static int hook_state()
+    {
+        ompbatch_hook_stats stats = {};
+        stats.struct_size = sizeof(stats);
+        EXPECT_EQ(OMPBATCH_OK, ompbatch_hook_get_stats(&stats));
+        return stats.state;
+    }
+};
+
+TEST_F(HookGoesPassThrough, WhenTheProgramRequiresUnifiedSharedMemory)
+{
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    register_one(host, dev);
+    __tgt_register_requires(OB_REQ_UNIFIED_SHARED_MEMORY);
+    EXPECT_EQ(OMPBATCH_HOOK_PASS_THROUGH, hook_state());
+    EXPECT_EQ(1, unregistrations());
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(host.ptr));
+    earn(host.ptr, host.bytes, 5);
+    EXPECT_EQ(1, registrations()) << "not registered again";
+}
+
+TEST_F(HookGoesPassThrough, WhenARegionPassesKernelArgumentsNewerThanTheRuntimes)
+{
+    Buffer host(PAGEABLE, 2 * kMiB), dev(DEVICE, 2 * kMiB);
+    register_one(host, dev);
+    ob_kernel_args args = {};
+    args.version = 99; // libomptarget 16 knows versions up to 2
+    EXPECT_EQ(0, __tgt_target_kernel(nullptr, 0, 1, 1, nullptr, &args)) << "forwarded";
+    EXPECT_EQ(OMPBATCH_HOOK_PASS_THROUGH, hook_state());
+    EXPECT_EQ(1, unregistrations());
+    EXPECT_EQ(0u, ob_hook_registered_bytes());
+    EXPECT_EQ(OB_PIN_REFUSED, found(host.ptr, host.bytes)->pinned);
+    EXPECT_EQ(OB_MEM_PAGEABLE, kind_of(host.ptr));
 }
 
 } // namespace
