@@ -157,11 +157,24 @@ if [ "${OMPBATCH_COMPARE_GPU:-0}" != 1 ]; then
     base_env+=(OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1)
 fi
 
+# The processes whose parent is pid, from /proc (no procps needed).
+children_of() {
+    local stat line parent
+    for stat in /proc/[0-9]*/stat; do
+        line=$(<"$stat") 2>/dev/null || continue
+        read -r _ parent _ <<<"${line##*) }" # after the name: state, parent, ...
+        if [ "$parent" = "$1" ]; then
+            stat=${stat#/proc/}
+            echo "${stat%/stat}"
+        fi
+    done
+}
+
 # The process pid and every process below it, one a line.
 process_tree() {
     local child
     echo "$1"
-    for child in $(pgrep -P "$1" 2>/dev/null); do
+    for child in $(children_of "$1"); do
         process_tree "$child"
     done
 }
