@@ -7,8 +7,9 @@
  * Pages shared copy-on-write after a fork are where copies straight between host pages and the
  * device could go wrong: the first side to write gets a new page, and a copy engine still
  * reading or writing the old one would send stale bytes to the device or bring the device's
- * into the other process. The hook's pinned staging is such memory, and so are the program's
- * own arrays once the hook has registered them (fork_mapped_registered_test runs with
+ * into the other process. The program's own arrays are such memory once the hook has
+ * registered them, and the hook's pinned staging is whatever the driver made of it, where the
+ * parent packs and unpacks after the fork (fork_mapped_registered_test runs with
  * OMPBATCH_REGISTER_MB: on a GPU the two arrays, updated every step, are registered within
  * the first steps). At the first fork the parent writes first, at the second the child does.
  *
@@ -23,7 +24,7 @@
  * them itself when `writes_first`, and says so in its exit status. */
 typedef struct child {
     pid_t pid;
-    int go;   /* the parent's end of the pipe the child waits on */
+    int go;    /* the parent's end of the pipe the child waits on */
     int ready; /* the child's end it writes when it has written its arrays */
 } child;
 
