@@ -19,6 +19,31 @@ EXPORT int64_t fake_rt_last_types[8];
 EXPORT void *fake_rt_last_begins[8];
 /* The arrays themselves, as passed (NULL ones included). */
 EXPORT void *fake_rt_last_arrays[4];
+/* Where a begin maps its first item, when a test sets it: from that begin until an end with the
+ * same first item, the item's bytes are present and read as mapped there. NULL maps nothing. */
+EXPORT char *fake_rt_map_at;
+
+static const char *mapped_begin;
+static int64_t mapped_size;
+
+static void follow_mapping(int kind, int32_t n, void **args, int64_t *sizes)
+{
+    if (fake_rt_map_at == NULL || n < 1 || args == NULL || sizes == NULL)
+        return;
+    if (kind == 1)
+        mapped_begin = args[0], mapped_size = sizes[0];
+    else if (kind == 2 && args[0] == mapped_begin)
+        mapped_begin = NULL, mapped_size = 0;
+}
+
+static char *mapped(const void *p)
+{
+    const char *c = p;
+    if (fake_rt_map_at == NULL || mapped_begin == NULL || c < mapped_begin ||
+        c >= mapped_begin + mapped_size)
+        return NULL;
+    return fake_rt_map_at + (c - mapped_begin);
+}
 
 /* Reads the items only when every array is there: programs may pass NULL arrays beside a
  * positive count, and what reaches here must be what they passed. */
@@ -31,6 +56,7 @@ static void record(int kind, int32_t n, void **bases, void **args, int64_t *size
     fake_rt_last_arrays[1] = args;
     fake_rt_last_arrays[2] = sizes;
     fake_rt_last_arrays[3] = types;
+    follow_mapping(kind, n, args, sizes);
     if (args == NULL || types == NULL)
         return;
     for (int32_t i = 0; i < n && i < 8; i++) {
@@ -80,8 +106,8 @@ EXPORT int omp_target_associate_ptr(const void *h, const void *d, size_t n, size
     return 0;
 }
 EXPORT int omp_target_disassociate_ptr(const void *h, int dev) { (void)h, (void)dev; return 0; }
-EXPORT int omp_target_is_present(const void *p, int dev) { (void)p, (void)dev; return 0; }
-EXPORT void *omp_get_mapped_ptr(const void *p, int dev) { (void)p, (void)dev; return NULL; }
+EXPORT int omp_target_is_present(const void *p, int dev) { (void)dev; return mapped(p) != NULL; }
+EXPORT void *omp_get_mapped_ptr(const void *p, int dev) { (void)dev; return mapped(p); }
 EXPORT int omp_get_num_devices(void) { return 1; }
 EXPORT int omp_get_default_device(void) { return 0; }
 EXPORT int omp_get_initial_device(void) { return 1; }
