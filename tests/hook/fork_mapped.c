@@ -106,7 +106,7 @@ static void derive_on_device(ht_buf *a, ht_buf *b, uint64_t tag)
     unsigned char *src = a->p, *dst = b->p;
     size_t n = a->n;
     uint64_t s = ht_seed;
-#pragma omp target map(alloc : src[0:n], dst[0:n]) firstprivate(s, tag, n)
+#pragma omp target parallel for map(alloc : src[0:n], dst[0:n]) firstprivate(s, tag, n)
     for (size_t j = 0; j < n; j++)
         dst[j] = src[j] ^ ht_key(s, tag, j);
     for (size_t j = 0; j < n; j++)

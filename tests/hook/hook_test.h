@@ -206,38 +206,39 @@ static inline int ht_is_unmapped(const void *p, size_t n)
                       !omp_target_is_present(b + n - 1, dev));
 }
 
-/* The device copy of host range p[0:n] must equal want[0:n]; compared inside a target region.
- * The kernel uses map(alloc:), which must find p[0:n] mapped already (else it would make a new,
- * uninitialised mapping), hence the presence check first. */
+/* The device copy of host range p[0:n] must equal want[0:n]; compared inside a target region
+ * by a team of threads (one thread takes seconds per 8 MiB on a GPU; not teams, which the host
+ * fallback refuses inside a parallel region), the first differing device byte read by a second
+ * region. The kernel uses map(alloc:), which must find p[0:n] mapped already (else it would
+ * make a new, uninitialised mapping), hence the presence check first. */
 static inline void ht_expect_device_at(const void *p, const void *want, size_t n,
                                        const char *what, const char *file, int line)
 {
     const unsigned char *b = p, *w = want;
-    size_t count = 0, first = 0;
-    unsigned got_first = 0, want_first = 0;
+    size_t count = 0, first = n;
+    unsigned char got_first = 0;
     if (!ht_is_mapped(p, n)) {
         ob_check_fail_at(file, line, "%s: %zu bytes are not mapped on the device", what, n);
         return;
     }
-#pragma omp target map(alloc : b[0:n]) map(to : w[0:n])                                        \
-    map(tofrom : count, first, got_first, want_first) firstprivate(n)
+#pragma omp target parallel for map(alloc : b[0:n]) map(to : w[0:n])                          \
+    reduction(+ : count) reduction(min : first)
     for (size_t j = 0; j < n; j++) {
         if (b[j] != w[j]) {
-            if (count == 0) {
-                first = j;
-                got_first = b[j];
-                want_first = w[j];
-            }
             count++;
+            if (j < first)
+                first = j;
         }
     }
     if (count == 0) {
         ob_check_pass();
         return;
     }
+#pragma omp target map(alloc : b[0:n]) map(from : got_first) firstprivate(first)
+    got_first = b[first];
     ob_check_fail_at(file, line, "%s on the device: %zu of %zu bytes differ, first at %zu: "
                                  "%#04x, want %#04x",
-                     what, count, n, first, got_first, want_first);
+                     what, count, n, first, got_first, w[first]);
 }
 #define ht_expect_device(p, want, n, what)                                                      \
     ht_expect_device_at((p), (want), (n), (what), __FILE__, __LINE__)
@@ -252,7 +253,7 @@ static inline void ht_device_scramble(void *p, size_t n, uint64_t tag)
         ob_check_fail_at(__FILE__, __LINE__, "scramble of %zu bytes that are not mapped", n);
         return;
     }
-#pragma omp target map(alloc : b[0:n]) firstprivate(s, tag, n)
+#pragma omp target parallel for map(alloc : b[0:n]) firstprivate(s, tag, n)
     for (size_t j = 0; j < n; j++)
         b[j] ^= ht_key(s, tag, j);
 }
