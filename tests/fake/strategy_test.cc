@@ -1945,53 +1945,6 @@ TEST(Workers, BackToBackJobsRunEachPartOnceBeforeTheCallerReturns)
     ob_config_reload();
 }
 
-// Helpers that take parts and then do not run (descheduled: every core busy with the program's
-// own threads) keep the caller waiting; after such a job the caller packs alone for a while
-// (200 ms), and large pageable copies go to the driver instead of the pipeline; afterwards
-// (here: once forgotten) the helpers are tried again.
-TEST(Workers, LateHelpersMakeTheCallerWorkAloneForAWhile)
-{
-    setenv("OMPBATCH_PACK_THREADS", "4", 1);
-    setenv("OMPBATCH_HOST_BUSY", "0", 1);
-    ob_config_reload();
-    ob_workers_forget_lateness_for_testing();
-    static pthread_t caller;
-    static std::atomic<int> elsewhere;
-    caller = pthread_self();
-    // A part on a helper takes 100 ms, one on the caller 20 us: the caller, done with its own,
-    // waits for the helpers' far longer than it worked, even when a loaded machine (two
-    // processors, sanitizers) stretches its 20 us sleeps tenfold.
-    auto late = [](void *, size_t, size_t) {
-        if (!pthread_equal(pthread_self(), caller)) {
-            elsewhere++;
-            usleep(100000);
-        } else {
-            usleep(20);
-        }
-    };
-    auto where = [](void *, size_t, size_t) {
-        if (!pthread_equal(pthread_self(), caller))
-            elsewhere++;
-        usleep(100);
-    };
-    elsewhere = 0;
-    ob_workers_run(late, nullptr, 64);
-    ASSERT_GT(elsewhere.load(), 0) << "no helper took a part: nothing was late";
-    EXPECT_TRUE(ob_workers_late());
-    for (int job = 0; job < 16; job++) { /* well inside the 200 ms, sanitizers included */
-        elsewhere = 0;
-        ob_workers_run(where, nullptr, 4);
-        ASSERT_EQ(0, elsewhere.load()) << "job " << job << " after the late one used helpers";
-    }
-    ob_workers_forget_lateness_for_testing();
-    EXPECT_FALSE(ob_workers_late());
-    elsewhere = 0;
-    ob_workers_run(where, nullptr, 64);
-    EXPECT_GT(elsewhere.load(), 0) << "the helpers were not tried again";
-    unsetenv("OMPBATCH_PACK_THREADS");
-    ob_config_reload();
-}
-
 // With a runnable thread on every processor (here: one spinning thread per processor beside
 // this one), the helpers would be descheduled: jobs run on the caller, the pipeline is left.
 // The host's load is read at most every 20 ms.

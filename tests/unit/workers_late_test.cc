@@ -1,0 +1,123 @@
+// When the pack threads (plugin/core/workers.c) count as late. A helper that was awake when a
+// job began and then kept its caller waiting was descheduled: jobs run on their callers for a
+// while. A helper the job had to wake from its sleep also keeps the caller waiting, by the
+// wake-up itself, which says nothing about the host's load.
+// Its own binary: whether a helper is awake depends on every job the process ran before.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" {
+#include "plugin/core/config.h"
+#include "plugin/core/workers.h"
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Two parts: the first part a helper takes keeps it 50 ms (longer than a helper takes to start
+// on a loaded machine); the caller's part waits, up to `patience`, until a helper has taken one.
+// Once a helper has a part the caller is kept waiting by it.
+struct SlowHelperJob {
+    std::thread::id caller = std::this_thread::get_id();
+    std::chrono::milliseconds patience{2000};
+    std::atomic<int> helper_parts{0};
+};
+
+void slow_helper_part(void *arg, size_t, size_t)
+{
+    SlowHelperJob *job = static_cast<SlowHelperJob *>(arg);
+    if (std::this_thread::get_id() != job->caller) {
+        if (job->helper_parts.fetch_add(1) == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return;
+    }
+    auto give_up = Clock::now() + job->patience;
+    while (job->helper_parts.load() == 0 && Clock::now() < give_up)
+        std::this_thread::yield();
+}
+
+void nothing(void *, size_t, size_t) {}
+
+// In a fresh process (a child: it has none of the pool's threads), its first job: the helper
+// it starts counts as awake, and keeps the caller waiting 50 ms. Exits 0 when the pool counted
+// as late then and the next job was the caller's alone; 1 when the helper took no part; 2 when
+// the pool did not count as late (as when the caller was held up between starting the helper
+// and publishing the job, long enough for the helper to go to sleep: the job woke it); 3 when
+// a helper worked while the pool was late.
+[[noreturn]] void first_job_in_child()
+{
+    SlowHelperJob first;
+    ob_workers_run(slow_helper_part, &first, 2);
+    if (first.helper_parts.load() == 0)
+        _exit(1);
+    if (!ob_workers_late())
+        _exit(2);
+    // For the next 200 ms every job is the caller's alone: 16 of 1 ms here.
+    for (int job = 0; job < 16; job++) {
+        SlowHelperJob alone;
+        alone.patience = std::chrono::milliseconds(1);
+        ob_workers_run(slow_helper_part, &alone, 2);
+        if (alone.helper_parts.load() != 0)
+            _exit(3);
+    }
+    _exit(0);
+}
+
+TEST(WorkersLate, OnlyHelpersAwakeAtTheStartAreJudged)
+{
+    setenv("OMPBATCH_PACK_THREADS", "2", 1); /* one helper: CI machines have two cores */
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);    /* late by the helpers alone, not by the load */
+    ob_config_reload();
+    ob_workers_forget_lateness_for_testing();
+    ASSERT_EQ(2u, ob_workers_threads());
+
+    // An awake helper that keeps its caller waiting: late. On a loaded machine the scheduler
+    // can spoil a try (exits 1 and 2); one good try of ten is enough.
+    int good = 0, not_late = 0;
+    for (int attempt = 0; attempt < 10 && good == 0; attempt++) {
+        pid_t child = fork();
+        ASSERT_GE(child, 0);
+        if (child == 0)
+            first_job_in_child();
+        int status = 0;
+        ASSERT_EQ(child, waitpid(child, &status, 0));
+        ASSERT_TRUE(WIFEXITED(status));
+        int code = WEXITSTATUS(status);
+        ASSERT_NE(3, code) << "a helper took part in a job while the pool was late";
+        good += code == 0;
+        not_late += code == 2;
+    }
+    EXPECT_EQ(1, good) << "in ten tries a helper never counted as late; " << not_late
+                       << " kept their caller waiting 50 ms";
+
+    // A job that wakes the helper from its sleep is not judged, however long the helper takes.
+    ob_workers_run(nothing, nullptr, 64); /* starts this process's helper */
+    ob_workers_forget_lateness_for_testing();
+    int judged = 0;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        // Long past the helper's watch for work (100 us): it is asleep.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        SlowHelperJob job;
+        ob_workers_run(slow_helper_part, &job, 2);
+        if (job.helper_parts.load() == 0)
+            continue;
+        judged++;
+        EXPECT_EQ(0, ob_workers_late()) << "a woken helper's wait was taken for the host's load";
+        ob_workers_forget_lateness_for_testing();
+    }
+    EXPECT_GT(judged, 0) << "the helper took no part in five jobs";
+
+    unsetenv("OMPBATCH_PACK_THREADS");
+    unsetenv("OMPBATCH_HOST_BUSY");
+    ob_config_reload();
+}
+
+} // namespace
