@@ -209,8 +209,8 @@ static inline int ht_is_unmapped(const void *p, size_t n)
 /* The device copy of host range p[0:n] must equal want[0:n]; compared inside a target region
  * by a team of threads (one GPU thread takes about half a second per 8 MiB; not teams, which
  * the host fallback refuses inside a parallel region), the first differing device byte read by
- * a second region. The kernel uses map(alloc:), which must find p[0:n] mapped already (else it would
- * make a new, uninitialised mapping), hence the presence check first. */
+ * a second region. The kernel uses map(alloc:), which must find p[0:n] mapped already (else it
+ * would make a new, uninitialised mapping), hence the presence check first. */
 static inline void ht_expect_device_at(const void *p, const void *want, size_t n,
                                        const char *what, const char *file, int line)
 {
