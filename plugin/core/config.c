@@ -90,6 +90,11 @@ static const ob_word calibrate_words[] = {
  * on what else the machine runs. */
 static const ob_word host_busy_words[] = {
     {"auto", OB_HOST_BUSY_AUTO}, {"0", OB_HOST_BUSY_NEVER}, {"1", OB_HOST_BUSY_ALWAYS}};
+/* Whether the hook runs regions on present data with device addresses (hook_direct_choice.h):
+ * timed per kernel, or always or never, for tests whose counts must not depend on timing. */
+static const ob_word direct_regions_words[] = {{"timed", OB_DIRECT_REGIONS_TIMED},
+                                               {"0", OB_DIRECT_REGIONS_NEVER},
+                                               {"1", OB_DIRECT_REGIONS_ALWAYS}};
 
 /* The value of the string variable `name` when set, not empty and no longer than the `size`
  * bytes kept for it allow; NULL otherwise. A value cut short would name another file or
@@ -153,6 +158,8 @@ static void read_environment(void)
     current.calibrate = read_word("OMPBATCH_CALIBRATE", OB_WORDS(calibrate_words), OB_CALIBRATE_ON);
     current.host_busy =
         read_word("OMPBATCH_HOST_BUSY", OB_WORDS(host_busy_words), OB_HOST_BUSY_AUTO);
+    current.direct_regions = read_word("OMPBATCH_DIRECT_REGIONS", OB_WORDS(direct_regions_words),
+                                       OB_DIRECT_REGIONS_TIMED);
     read_cost_cache(current.cost_cache, sizeof(current.cost_cache));
     const char *cost = read_string("OMPBATCH_COST", sizeof(current.cost));
     snprintf(current.cost, sizeof(current.cost), "%s", cost != NULL ? cost : "");

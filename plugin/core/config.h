@@ -38,6 +38,12 @@ typedef enum ob_host_busy_choice {
     OB_HOST_BUSY_ALWAYS
 } ob_host_busy_choice;
 
+typedef enum ob_direct_regions_choice {
+    OB_DIRECT_REGIONS_TIMED = 0, /* per kernel, whichever way its regions ran faster */
+    OB_DIRECT_REGIONS_NEVER,
+    OB_DIRECT_REGIONS_ALWAYS
+} ob_direct_regions_choice;
+
 typedef struct ob_config {
     int disable;             /* OMPBATCH_DISABLE: every device copy goes per-copy */
     int verbose;             /* OMPBATCH_VERBOSE */
@@ -50,6 +56,7 @@ typedef struct ob_config {
     size_t pack_threads;     /* OMPBATCH_PACK_THREADS: threads that pack and unpack */
     size_t bus_bytes;        /* OMPBATCH_BUS_KB: staged levels this small skip the bulk copy */
     ob_host_busy_choice host_busy; /* OMPBATCH_HOST_BUSY */
+    ob_direct_regions_choice direct_regions; /* OMPBATCH_DIRECT_REGIONS */
     ob_calibrate_choice calibrate; /* OMPBATCH_CALIBRATE */
     char cost_cache[512];    /* OMPBATCH_COST_CACHE: the calibration cache directory, or "" */
     char cost[512];          /* OMPBATCH_COST: "name=value,..." overrides of the cost model */

@@ -24,6 +24,7 @@
 #include <strings.h>
 
 #include "plugin/core/alloc.h"
+#include "plugin/core/clock.h"
 #include "plugin/core/config.h"
 #include "plugin/core/error.h"
 #include "plugin/core/log.h"
@@ -33,6 +34,7 @@
 #include "plugin/hook/hook_end.h"
 #include "plugin/hook/hook_foreign.h"
 #include "plugin/hook/hook_copy.h"
+#include "plugin/hook/hook_direct_choice.h"
 #include "plugin/hook/hook_forward.h"
 #include "plugin/hook/hook_mapper.h"
 #include "plugin/hook/hook_mirror.h"
@@ -359,22 +361,23 @@ static int split_region(const ob_hook_runtime *rt, ob_construct *c, int32_t num_
 
 /* A region with nothing to copy whose arrays the mirror holds: its kernel gets their device
  * addresses, and the runtime's look-ups of each array (three a region under 16) are saved.
- * Not while the host is busy: with every processor taken, such regions took about 40 us each
- * in some processes against the runtime's 19-30 alone (0.47-0.72x, LLVM 16 and 19, H100 hosts),
- * while forwarded whole they kept close to the runtime's pace (BENCHMARKS.md, "Never slower").
- * Returns 0 with *result set, or -1 to forward the region as it is. The caller holds the
+ * Not while the host is busy (the caller's check): with every processor taken, such regions
+ * took about 40 us each in some processes against the runtime's 19-30 alone (0.47-0.72x,
+ * LLVM 16 and 19, H100 hosts), while forwarded whole they kept close to the runtime's pace
+ * (BENCHMARKS.md, "Never slower"). With `use` 0 only finds out whether the region could have
+ * run so (*eligible), for timing the forwarded way (hook_direct_choice.h). Returns 0 with
+ * *result set when the kernel ran, or -1 to forward the region as it is. The caller holds the
  * construct lock shared. */
 static int direct_region(const ob_hook_runtime *rt, ob_ident *loc, int64_t device_id,
                          int device, int32_t num_teams, int32_t thread_limit, void *host_ptr,
-                         ob_kernel_args *args, int *result)
+                         ob_kernel_args *args, int use, int *eligible, int *result)
 {
-    if (ob_host_saturated())
-        return -1;
     region_args kernel_args;
     if (region_args_init(&kernel_args, args->num_args) != 0)
         return -1;
-    int direct = ob_hook_region_direct_args(device, args, 0, kernel_args.bases,
-                                            kernel_args.types);
+    *eligible = ob_hook_region_direct_args(device, args, 0, kernel_args.bases,
+                                           kernel_args.types);
+    int direct = *eligible && use;
     if (direct) {
         ob_hook_add(&ob_hook_count.regions_direct, 1);
         *result = run_kernel(rt, loc, device_id, num_teams, thread_limit, host_ptr, args,
@@ -432,10 +435,22 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     int result = 0;
     pthread_rwlock_rdlock(&construct_lock);
     /* Direct first: a region it takes has every item present and no copy to make, so the
-     * split would have nothing to batch; one pass of look-ups decides it. */
-    if (direct_region(rt, loc, device_id, device, num_teams, thread_limit, host_ptr, args,
-                      &result) == 0) {
+     * split would have nothing to batch; one pass of look-ups decides it. Whether it runs
+     * so is timed per kernel, while the choice is being made. */
+    ob_direct_choice *choice = NULL;
+    ob_direct_mode mode = OB_DIRECT_NO;
+    if (!ob_host_saturated()) {
+        choice = ob_direct_choice_of(host_ptr);
+        mode = ob_direct_choice_next(choice);
+    }
+    uint64_t timed_from = mode >= OB_DIRECT_TIME_NO ? ob_clock_ns() : 0;
+    int eligible = 0;
+    if (mode != OB_DIRECT_NO &&
+        direct_region(rt, loc, device_id, device, num_teams, thread_limit, host_ptr, args,
+                      mode != OB_DIRECT_TIME_NO, &eligible, &result) == 0) {
         pthread_rwlock_unlock(&construct_lock);
+        if (mode == OB_DIRECT_TIME_YES && result == 0)
+            ob_direct_choice_timed(choice, 1, ob_clock_ns() - timed_from);
         ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
         return result;
     }
@@ -467,6 +482,8 @@ OB_HOOK_EXPORT int __tgt_target_kernel(ob_ident *loc, int64_t device_id, int32_t
     if (result == 0 && !mappers && !all_mirrored)
         ob_hook_region_learn(device, args);
     pthread_rwlock_unlock(&construct_lock);
+    if (mode == OB_DIRECT_TIME_NO && eligible && result == 0)
+        ob_direct_choice_timed(choice, 0, ob_clock_ns() - timed_from);
     ob_phase_end(OB_PHASE_CONSTRUCT, region_started);
     return result;
 }

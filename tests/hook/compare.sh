@@ -14,8 +14,11 @@
 #                every *_batched counter 0
 #   hooked+busy  hooked with the host taken for busy (OMPBATCH_HOST_BUSY=1), the way the hook
 #                runs while every processor has a runnable thread
-# The other variants take the host for idle (OMPBATCH_HOST_BUSY=0, or what --host-busy says):
-# their counts must not depend on what else the machine runs.
+#   hooked+timed hooked with OMPBATCH_DIRECT_REGIONS=timed, the default: regions on present
+#                data with device addresses or forwarded as timing per kernel decides
+# The other variants take the host for idle (OMPBATCH_HOST_BUSY=0, or what --host-busy says)
+# and give every region on present data device addresses (OMPBATCH_DIRECT_REGIONS=1): their
+# counts must not depend on what else the machine runs, nor on timing.
 # Every variant must match the plain run exactly: stdout, exit status, and the stderr lines
 # that hold the runtime's messages ("Libomptarget ..." under LLVM 16, "omptarget ..." under
 # 19; addresses masked, since they differ between binaries and runs). Each variant also runs with OMP_TARGET_OFFLOAD=MANDATORY (no
@@ -149,7 +152,7 @@ dir=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/omp_hook_compare.XXXXXX") || ex
 timeout_s=${OMPBATCH_COMPARE_TIMEOUT:-120}
 
 base_env=(env -u OMPBATCH_DISABLE -u OMPBATCH_STATS -u LD_PRELOAD OMP_TARGET_OFFLOAD=MANDATORY
-    OMPBATCH_HOST_BUSY="$host_busy" ${extra_env[@]+"${extra_env[@]}"})
+    OMPBATCH_HOST_BUSY="$host_busy" OMPBATCH_DIRECT_REGIONS=1 ${extra_env[@]+"${extra_env[@]}"})
 # What the runner itself must preload into every run (LLVM 19's JIT-init library on a GPU).
 runner_preload=${OMPBATCH_COMPARE_PRELOAD:-}
 [ -z "$runner_preload" ] || base_env+=(LD_PRELOAD="$runner_preload")
@@ -236,6 +239,8 @@ if [ "$host_busy" != 1 ]; then
     run hooked+busy OMPBATCH_HOST_BUSY=1 "$hooked"
     variants+=(hooked+busy)
 fi
+run hooked+timed OMPBATCH_DIRECT_REGIONS=timed "$hooked"
+variants+=(hooked+timed)
 
 status_of() { cat "$dir/$1.status"; }
 

@@ -11,4 +11,7 @@ export OMPBATCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1
 # The host taken for idle unless the test says otherwise: what the hook does must not depend on
 # what else the machine runs.
 export OMPBATCH_HOST_BUSY=${OMPBATCH_HOST_BUSY:-0}
+# Likewise every region on present data gets device addresses unless the test says otherwise,
+# not what timing chooses.
+export OMPBATCH_DIRECT_REGIONS=${OMPBATCH_DIRECT_REGIONS:-1}
 exec "$1" "$seed" "${@:2}"

@@ -23,6 +23,7 @@ protected:
               "OMPBATCH_CUDA_LIBRARY", "OMPBATCH_STRATEGY", "OMPBATCH_PACK_THREADS",
               "OMPBATCH_CALIBRATE", "OMPBATCH_COST_CACHE", "OMPBATCH_COST", "OMPBATCH_STAGING_MB",
               "OMPBATCH_NVTX", "OMPBATCH_STRIDED", "OMPBATCH_BUS_KB", "OMPBATCH_HOST_BUSY",
+              "OMPBATCH_DIRECT_REGIONS",
               "XDG_CACHE_HOME"})
             unsetenv(name);
         ob_config_reload();
@@ -196,6 +197,27 @@ TEST_F(Config, HostBusyIsReadAndDecidesWhetherTheHostIsBusy)
     setenv("OMPBATCH_HOST_BUSY", "yes", 1);
     EXPECT_EQ("ompbatch: ignoring OMPBATCH_HOST_BUSY=\"yes\": expected auto, 0 or 1\n", reload());
     EXPECT_EQ(OB_HOST_BUSY_AUTO, ob_config_get()->host_busy);
+}
+
+// OMPBATCH_DIRECT_REGIONS: timed per kernel by default, or fixed either way; a bad value is
+// named and the default kept.
+TEST_F(Config, DirectRegionsIsReadAndBadValuesNamed)
+{
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_DIRECT_REGIONS_TIMED, ob_config_get()->direct_regions);
+    setenv("OMPBATCH_DIRECT_REGIONS", "1", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_DIRECT_REGIONS_ALWAYS, ob_config_get()->direct_regions);
+    setenv("OMPBATCH_DIRECT_REGIONS", "0", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_DIRECT_REGIONS_NEVER, ob_config_get()->direct_regions);
+    setenv("OMPBATCH_DIRECT_REGIONS", "timed", 1);
+    EXPECT_EQ("", reload());
+    EXPECT_EQ(OB_DIRECT_REGIONS_TIMED, ob_config_get()->direct_regions);
+    setenv("OMPBATCH_DIRECT_REGIONS", "always", 1);
+    EXPECT_EQ("ompbatch: ignoring OMPBATCH_DIRECT_REGIONS=\"always\": expected timed, 0 or 1\n",
+              reload());
+    EXPECT_EQ(OB_DIRECT_REGIONS_TIMED, ob_config_get()->direct_regions);
 }
 
 // The staged strategy's variables: their values, their defaults and bad values, named.
