@@ -1,11 +1,14 @@
 /* Whether a region on present data is run with its arrays as device addresses (the runtime
  * then looks none of them up, hook_region.h) or forwarded, decided per thread and kernel by
  * timing both. Device addresses save the runtime's look-ups, yet on some hosts and in some
- * processes such regions take longer than forwarded ones: with less to do between the
- * kernel's launch and the runtime's wait, the thread reaches the wait before the kernel ends
- * and sleeps in the driver's blocking-sync context, and its wake-up can cost more than the
- * look-ups saved (BENCHMARKS.md, "Never slower": 0.87x on an idle H200 in one process, 1.06-
- * 1.14x in others). OMPBATCH_DIRECT_REGIONS=1 or 0 fixes the choice (configuration.md). */
+ * processes such regions take longer than forwarded ones, most likely because with less to
+ * do between the kernel's launch and the runtime's wait the thread reaches the wait before
+ * the kernel ends and sleeps in the driver's blocking-sync context, and its wake-up costs more
+ * than the look-ups saved (not measured apart) (BENCHMARKS.md, "Never slower": 0.87x on an idle H200 in one process, 1.06-
+ * 1.14x in others). OMPBATCH_DIRECT_REGIONS=1 or 0 fixes the choice (configuration.md). A
+ * forwarded region is timed with the look-ups that found it could have had device addresses
+ * (a few hundred nanoseconds): a lean towards them, far under the 4-14 us a region either way
+ * seen on the H200. */
 #ifndef OMPBATCH_PLUGIN_HOOK_DIRECT_CHOICE_H
 #define OMPBATCH_PLUGIN_HOOK_DIRECT_CHOICE_H
 
