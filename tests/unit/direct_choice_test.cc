@@ -50,6 +50,10 @@ protected:
 
 int kernel_a, kernel_b;
 
+// Region times (ns) of a slower and a faster way, five regions each.
+const uint64_t slow[] = {65000, 64000, 66000, 63000, 65500};
+const uint64_t fast[] = {57000, 58000, 56000, 57500, 57200};
+
 TEST_F(DirectChoice, TheFasterMedianIsChosenAfterFiveRegionsEachWay)
 {
     // Device addresses faster by their median although their worst region is the slowest.
@@ -74,8 +78,6 @@ TEST_F(DirectChoice, TheFasterMedianIsChosenAfterFiveRegionsEachWay)
 
 TEST_F(DirectChoice, ForwardedWinsWhenDeviceAddressesAreSlowerOrTied)
 {
-    const uint64_t slow[] = {65000, 64000, 66000, 63000, 65500};
-    const uint64_t fast[] = {57000, 58000, 56000, 57500, 57200};
     ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
     time_until_chosen(c, slow, fast);
     EXPECT_EQ(0, c->chosen);
@@ -92,8 +94,6 @@ TEST_F(DirectChoice, ForwardedWinsWhenDeviceAddressesAreSlowerOrTied)
 
 TEST_F(DirectChoice, AChosenKernelIsTimedAgainAfterAWhile)
 {
-    const uint64_t slow[] = {65000, 64000, 66000, 63000, 65500};
-    const uint64_t fast[] = {57000, 58000, 56000, 57500, 57200};
     ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
     time_until_chosen(c, fast, slow);
     ASSERT_EQ(1, c->chosen);
@@ -111,8 +111,6 @@ TEST_F(DirectChoice, AChosenKernelIsTimedAgainAfterAWhile)
 
 TEST_F(DirectChoice, AnotherKernelInTheSlotStartsAfresh)
 {
-    const uint64_t slow[] = {65000, 64000, 66000, 63000, 65500};
-    const uint64_t fast[] = {57000, 58000, 56000, 57500, 57200};
     ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
     time_until_chosen(c, fast, slow);
     ASSERT_EQ(1, c->chosen);
