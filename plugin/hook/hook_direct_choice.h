@@ -32,20 +32,22 @@ typedef struct ob_direct_choice {
     int chosen;          /* -1 while timing, else 0 (forward) or 1 (device addresses) */
     uint32_t since;      /* regions since the choice */
     uint32_t taken[2];   /* regions timed: [forwarded, with device addresses] */
-    uint64_t ns[2][OB_DIRECT_CHOICE_SAMPLES];
+    uint32_t ns[2][OB_DIRECT_CHOICE_SAMPLES]; /* their times, at most UINT32_MAX */
 } ob_direct_choice;
 
-/* The calling thread's choice for kernel (a slot of a small table; a kernel that takes the
- * slot of another starts timing afresh). */
+/* The calling thread's choice for kernel, in a table of hundreds the thread allocates on its
+ * first call (freed when it exits). NULL for a NULL kernel, when the table cannot be had, or
+ * when the kernel's slots are all taken by others: such a kernel has no choice of its own. */
 ob_direct_choice *ob_direct_choice_of(const void *kernel);
 
 /* How the next eligible region of c's kernel runs: the way with fewer timed regions while
  * timing (device addresses first), the chosen way after. Counts chosen regions towards
- * timing again. OMPBATCH_DIRECT_REGIONS=1 or 0 answers YES or NO without timing. */
+ * timing again. OMPBATCH_DIRECT_REGIONS=1 or 0 answers YES or NO without timing; a NULL c
+ * (no choice of its own) is answered YES, the way before any timing, untimed. */
 ob_direct_mode ob_direct_choice_next(ob_direct_choice *c);
 
-/* A region of c's kernel that allowed device addresses took ns, with them (direct) or
- * forwarded. Once both ways have OB_DIRECT_CHOICE_SAMPLES, the way whose median is lower is
+/* A region of c's kernel (c may be NULL: nothing is kept) that allowed device addresses took
+ * ns, with them (direct) or forwarded. Once both ways have OB_DIRECT_CHOICE_SAMPLES, the way whose median is lower is
  * chosen (a tie forwards: the runtime's own way). */
 void ob_direct_choice_timed(ob_direct_choice *c, int direct, uint64_t ns);
 

@@ -1,12 +1,17 @@
 // Whether regions on present data get device addresses, chosen per kernel by timing both ways
 // (plugin/hook/hook_direct_choice.c): the ways alternate while timing, the faster median wins,
-// a tie forwards, chosen kernels are timed again after a while, and the variable fixes it.
+// a tie forwards, chosen kernels are timed again after a while, kernels whose IDs sit side by
+// side keep a choice each, those beyond the table (or on a thread without one) get device
+// addresses untimed, and the variable fixes the choice.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <set>
+#include <thread>
 
 extern "C" {
+#include "plugin/core/alloc.h"
 #include "plugin/core/config.h"
 #include "plugin/hook/hook_direct_choice.h"
 }
@@ -85,7 +90,7 @@ TEST_F(DirectChoice, ForwardedWinsWhenDeviceAddressesAreSlowerOrTied)
 
     const uint64_t same[] = {30000, 30000, 30000, 30000, 30000};
     ob_direct_choice *t = ob_direct_choice_of(&kernel_b);
-    ASSERT_NE(t, c) << "the two kernels share a slot; pick others";
+    ASSERT_NE(t, c);
     time_until_chosen(t, same, same);
     EXPECT_EQ(0, t->chosen) << "a tie keeps the runtime's own way";
     // kernel_a kept its choice beside kernel_b's.
@@ -109,18 +114,65 @@ TEST_F(DirectChoice, AChosenKernelIsTimedAgainAfterAWhile)
     EXPECT_EQ(0, c->chosen);
 }
 
-TEST_F(DirectChoice, AnotherKernelInTheSlotStartsAfresh)
+// A program's region IDs are bytes side by side: a hundred of them keep a choice each, and
+// each keeps its own after all the others were timed.
+TEST_F(DirectChoice, KernelsSideBySideKeepTheirOwnChoices)
 {
-    ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
-    time_until_chosen(c, fast, slow);
-    ASSERT_EQ(1, c->chosen);
-    // A kernel whose host_ptr lands in the same slot (16 slots, by host_ptr / 16).
-    const char *other = reinterpret_cast<const char *>(&kernel_a) + 16 * 16;
-    ob_direct_choice *o = ob_direct_choice_of(other);
-    EXPECT_EQ(c, o);
-    EXPECT_EQ(other, o->kernel);
-    EXPECT_EQ(-1, o->chosen);
-    EXPECT_EQ(0u, o->taken[0] + o->taken[1]);
+    static char region_ids[100];
+    std::set<ob_direct_choice *> slots;
+    for (int k = 0; k < 100; k++) {
+        ob_direct_choice *c = ob_direct_choice_of(&region_ids[k]);
+        ASSERT_NE(nullptr, c) << "kernel " << k;
+        EXPECT_EQ(&region_ids[k], c->kernel);
+        slots.insert(c);
+        // Even kernels find device addresses faster, odd ones forwarding.
+        if (k % 2 == 0)
+            time_until_chosen(c, fast, slow);
+        else
+            time_until_chosen(c, slow, fast);
+    }
+    EXPECT_EQ(100u, slots.size());
+    for (int k = 0; k < 100; k++)
+        EXPECT_EQ(k % 2 == 0 ? OB_DIRECT_YES : OB_DIRECT_NO,
+                  ob_direct_choice_next(ob_direct_choice_of(&region_ids[k])))
+            << "kernel " << k;
+}
+
+// More kernels than the table holds: those that find no slot get device addresses untimed,
+// as before any timing, and take no other kernel's slot.
+TEST_F(DirectChoice, KernelsBeyondTheTableGetDeviceAddressesUntimed)
+{
+    static char region_ids[2000];
+    int without = 0;
+    for (int k = 0; k < 2000; k++) {
+        ob_direct_choice *c = ob_direct_choice_of(&region_ids[k]);
+        if (c == nullptr) {
+            without++;
+            EXPECT_EQ(OB_DIRECT_YES, ob_direct_choice_next(nullptr));
+            ob_direct_choice_timed(nullptr, 0, 1000); // nothing to keep it in, no harm
+        } else {
+            EXPECT_EQ(&region_ids[k], c->kernel);
+        }
+    }
+    EXPECT_GE(without, 2000 - 256);
+    EXPECT_EQ(&region_ids[0], ob_direct_choice_of(&region_ids[0])->kernel);
+    EXPECT_EQ(nullptr, ob_direct_choice_of(nullptr));
+}
+
+// A thread whose table cannot be allocated: no choices, device addresses untimed; its next
+// region tries again.
+TEST_F(DirectChoice, AThreadWithoutATableGetsDeviceAddressesUntimed)
+{
+    std::thread([] {
+        ob_alloc_fail_after_for_testing(0);
+        ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
+        ob_alloc_fail_after_for_testing(-1);
+        EXPECT_EQ(nullptr, c);
+        EXPECT_EQ(OB_DIRECT_YES, ob_direct_choice_next(c));
+        ob_direct_choice *again = ob_direct_choice_of(&kernel_a);
+        ASSERT_NE(nullptr, again);
+        EXPECT_EQ(OB_DIRECT_TIME_YES, ob_direct_choice_next(again));
+    }).join();
 }
 
 TEST_F(DirectChoice, TheVariableFixesTheChoiceWithoutTiming)
