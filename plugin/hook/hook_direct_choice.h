@@ -1,14 +1,14 @@
 /* Whether a region on present data is run with its arrays as device addresses (the runtime
  * then looks none of them up, hook_region.h) or forwarded, decided per thread and kernel by
  * timing both. Device addresses save the runtime's look-ups, yet on some hosts and in some
- * processes such regions take longer than forwarded ones, most likely because with less to
- * do between the kernel's launch and the runtime's wait the thread reaches the wait before
- * the kernel ends and sleeps in the driver's blocking-sync context, and its wake-up costs more
- * than the look-ups saved (not measured apart) (BENCHMARKS.md, "Never slower": 0.87x on an idle H200 in one process, 1.06-
- * 1.14x in others). OMPBATCH_DIRECT_REGIONS=1 or 0 fixes the choice (configuration.md). A
- * forwarded region is timed with the look-ups that found it could have had device addresses
- * (a few hundred nanoseconds): a lean towards them, far under the 4-14 us a region either way
- * seen on the H200. */
+ * processes such regions take longer than forwarded ones (BENCHMARKS.md, "Never slower":
+ * 0.87x on an idle H200 in one process, 1.06-1.14x in others). Most likely, with less to do
+ * between the kernel's launch and the runtime's wait, the thread reaches the wait before the
+ * kernel ends and sleeps in the driver's blocking-sync context, and its wake-up costs more
+ * than the look-ups saved (not measured apart). OMPBATCH_DIRECT_REGIONS=1 or 0 fixes the
+ * choice (configuration.md). A forwarded region is timed with the look-ups that found it
+ * could have had device addresses (a few hundred nanoseconds): a lean towards them, far
+ * under the 4-14 us a region either way seen on the H200. */
 #ifndef OMPBATCH_PLUGIN_HOOK_DIRECT_CHOICE_H
 #define OMPBATCH_PLUGIN_HOOK_DIRECT_CHOICE_H
 
@@ -47,8 +47,8 @@ ob_direct_choice *ob_direct_choice_of(const void *kernel);
 ob_direct_mode ob_direct_choice_next(ob_direct_choice *c);
 
 /* A region of c's kernel (c may be NULL: nothing is kept) that allowed device addresses took
- * ns, with them (direct) or forwarded. Once both ways have OB_DIRECT_CHOICE_SAMPLES, the way whose median is lower is
- * chosen (a tie forwards: the runtime's own way). */
+ * ns, with them (direct) or forwarded. Once both ways have OB_DIRECT_CHOICE_SAMPLES, the way
+ * whose median is lower is chosen (a tie forwards: the runtime's own way). */
 void ob_direct_choice_timed(ob_direct_choice *c, int direct, uint64_t ns);
 
 /* Tests: the calling thread forgets every kernel's choice. */

@@ -502,7 +502,8 @@ OB_HOOK_EXPORT void __tgt_push_mapper_component(void *handle, void *base, void *
 /* The program's `requires` flags: under unified shared memory maps are host memory. */
 static void note_requires(int64_t flags)
 {
-    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) && ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 1) == 0) {
+    if ((flags & OB_REQ_UNIFIED_SHARED_MEMORY) &&
+        ob_hook_state_set(OB_HOOK_UNIFIED_MEMORY, 1) == 0) {
         ob_log(1, "hook: the program requires unified_shared_memory: forwarding every call");
         went_pass_through();
     }
