@@ -60,7 +60,8 @@ static void start_timing(ob_direct_choice *c, const void *kernel)
 
 ob_direct_choice *ob_direct_choice_of(const void *kernel)
 {
-    ob_direct_choice *table = kernel != NULL ? thread_choices() : NULL;
+    int timed = ob_config_get()->direct_regions == OB_DIRECT_REGIONS_TIMED;
+    ob_direct_choice *table = timed && kernel != NULL ? thread_choices() : NULL;
     if (table == NULL)
         return NULL;
     uint64_t hash = (uint64_t)(uintptr_t)kernel * UINT64_C(0x9e3779b97f4a7c15);

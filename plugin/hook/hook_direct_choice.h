@@ -36,8 +36,9 @@ typedef struct ob_direct_choice {
 } ob_direct_choice;
 
 /* The calling thread's choice for kernel, in a table of hundreds the thread allocates on its
- * first call (freed when it exits). NULL for a NULL kernel, when the table cannot be had, or
- * when the kernel's slots are all taken by others: such a kernel has no choice of its own. */
+ * first call (freed when it exits). NULL when OMPBATCH_DIRECT_REGIONS fixes the choice (no
+ * table is made), for a NULL kernel, when the table cannot be had, or when the kernel's slots
+ * are all taken by others: such a kernel has no choice of its own. */
 ob_direct_choice *ob_direct_choice_of(const void *kernel);
 
 /* How the next eligible region of c's kernel runs: the way with fewer timed regions while

@@ -180,12 +180,15 @@ TEST_F(DirectChoice, TheVariableFixesTheChoiceWithoutTiming)
     ob_direct_choice *c = ob_direct_choice_of(&kernel_a);
     setenv("OMPBATCH_DIRECT_REGIONS", "1", 1);
     ob_config_reload();
+    EXPECT_EQ(nullptr, ob_direct_choice_of(&kernel_b)) << "no choice kept while fixed";
+    EXPECT_EQ(OB_DIRECT_YES, ob_direct_choice_next(nullptr));
     for (int i = 0; i < 20; i++)
         EXPECT_EQ(OB_DIRECT_YES, ob_direct_choice_next(c));
     setenv("OMPBATCH_DIRECT_REGIONS", "0", 1);
     ob_config_reload();
     for (int i = 0; i < 20; i++)
         EXPECT_EQ(OB_DIRECT_NO, ob_direct_choice_next(c));
+    EXPECT_EQ(OB_DIRECT_NO, ob_direct_choice_next(nullptr));
     EXPECT_EQ(-1, c->chosen);
     EXPECT_EQ(0u, c->taken[0] + c->taken[1]);
 }
