@@ -558,8 +558,8 @@ OMPBATCH_API int ompbatch_batch_forget_memory(ompbatch_batch *batch);
  * OMPBATCH_ERR_BAD_STATE ("batch ... was destroyed") for as long as the library keeps the dead
  * batch's small struct: the last 256 batches the program destroyed (the library's own, in
  * the one-shot calls, multi-GPU batches and the calibration, do not count); after that, as
- * with free, the pointer must not be used. A pointer that was never a batch fails with OMPBATCH_ERR_INVALID_ARGUMENT
- * when its first bytes do not happen to look like one.
+ * with free, the pointer must not be used. A pointer that was never a batch fails with
+ * OMPBATCH_ERR_INVALID_ARGUMENT when its first bytes do not happen to look like one.
  *
  * Parameters:
  *   batch  a batch in any state, or NULL (nothing happens).

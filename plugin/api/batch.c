@@ -356,7 +356,8 @@ int ompbatch_batch_get_stats(const ompbatch_batch *batch, ompbatch_stats *stats)
         return checked;
     /* Copies added count as soon as they are added; the rest describes the last submit. */
     ompbatch_stats current = batch->stats;
-    current.copies_added = batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
+    current.copies_added =
+        batch->multi_active ? batch->multi_ops->count(batch->multi) : batch->count;
     return ob_struct_out(stats, &current, sizeof(current), "stats", "ompbatch_stats");
 }
 

@@ -210,7 +210,8 @@ int ob_host_saturated(void)
     case OB_HOST_BUSY_AUTO:
         break;
     }
-    uint64_t now = ob_clock_ns(), last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
+    uint64_t now = ob_clock_ns();
+    uint64_t last = atomic_load_explicit(&load_checked_at, memory_order_relaxed);
     if (now - last < OB_LOAD_CHECK_NS ||
         !atomic_compare_exchange_strong(&load_checked_at, &last, now))
         return atomic_load_explicit(&saturated, memory_order_relaxed);

@@ -84,8 +84,8 @@ int ob_driver_leave_context(int pushed, int status);
 int ob_driver_own_stream(int ordinal, CUstream *out);
 
 /* Releases every device slot (streams, contexts, peers, cost models), closes the library and
- * reads the configuration again; the next ob_driver_get() loads anew. For tests that switch fake drivers; not thread-safe with
- * respect to other library calls. */
+ * reads the configuration again; the next ob_driver_get() loads anew. For tests that switch
+ * fake drivers; not thread-safe with respect to other library calls. */
 void ob_driver_reload_for_testing(void);
 
 #endif

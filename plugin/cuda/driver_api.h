@@ -41,7 +41,7 @@
     X(cuMemcpyAsync, cuMemcpyAsync, 4000, REQUIRED)                                            \
     X(cuMemcpyBatchAsync_v12080, cuMemcpyBatchAsync, 12080, OPTIONAL)                          \
     X(cuMemcpyBatchAsync_v13000, cuMemcpyBatchAsync, 13000, OPTIONAL)                          \
-    /* The copy kernel of the staged strategy (plugin/cuda/kernels/copy_pieces.cu). */              \
+    /* The copy kernel of the staged strategy (plugin/cuda/kernels/copy_pieces.cu). */         \
     X(cuModuleLoadData, cuModuleLoadData, 2000, OPTIONAL)                                      \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000, OPTIONAL)                                \
     X(cuModuleUnload, cuModuleUnload, 2000, OPTIONAL)                                          \

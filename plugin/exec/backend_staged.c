@@ -1,6 +1,6 @@
-/* The staged strategy's execution (docs/strategies.md, "Direct and staged"). Per level, with one region of
- * staging (host part: descriptor tables, then packed pieces, then gathered pieces; device
- * part: packed, then gathered pieces):
+/* The staged strategy's execution (docs/strategies.md, "Direct and staged"). Per level, with
+ * one region of staging (host part: descriptor tables, then packed pieces, then gathered
+ * pieces; device part: packed, then gathered pieces):
  *   1. pack:   pageable (and must-read-now) host sources -> pinned staging, by the CPU;
  *   2. kernel: in-place pieces (device, mapped pinned memory) and gathers into device staging;
  *   3. the level's cuMemcpyBatchAsync carries the bulk copies: packed bytes to the device,

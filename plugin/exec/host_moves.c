@@ -10,10 +10,10 @@
 #include "plugin/exec/stream_copy.h"
 
 /* From OB_PARALLEL_MOVE_BYTES (host_moves.h) a pack or unpack is a job for every pack
- * thread, in parts of OB_MOVE_PART_BYTES, several per thread: helpers that wake late still find work. From
- * OB_SHARED_MOVE_BYTES it is shared in parts of OB_SHARED_PART_BYTES with the few helpers it
- * needs, most of them still watching for work after the last pack; below that it stays on
- * the calling thread. A build may set the last two with -D to measure. */
+ * thread, in parts of OB_MOVE_PART_BYTES, several per thread: helpers that wake late still
+ * find work. From OB_SHARED_MOVE_BYTES it is shared in parts of OB_SHARED_PART_BYTES with the
+ * few helpers it needs, most of them still watching for work after the last pack; below that
+ * it stays on the calling thread. A build may set the last two with -D to measure. */
 #define OB_MOVE_PART_BYTES ((size_t)64 << 10)
 #ifndef OB_SHARED_MOVE_BYTES
 #define OB_SHARED_MOVE_BYTES ((size_t)32 << 10)
@@ -52,8 +52,9 @@ static void move_range(const ob_host_move *m, size_t begin, size_t end, int into
 static void move_part(void *arg, size_t part, size_t parts)
 {
     const move_job *job = arg;
-    size_t from = job->total / parts * part + (part < job->total % parts ? part : job->total % parts);
-    size_t to = from + job->total / parts + (part < job->total % parts ? 1 : 0);
+    size_t rest = job->total % parts;
+    size_t from = job->total / parts * part + (part < rest ? part : rest);
+    size_t to = from + job->total / parts + (part < rest ? 1 : 0);
     /* The last move starting at or before `from`. */
     size_t lo = 0, hi = job->count;
     while (hi - lo > 1) {

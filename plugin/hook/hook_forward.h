@@ -1,7 +1,7 @@
 /* The hook's calls into the runtime: a construct as the program made it, and the re-entry guard.
- * Every call into libomptarget runs with the calling thread's guard raised, so that the runtime's own
- * calls back into the interposed entry points (its legacy and nowait wrappers call the mapper
- * forms) go straight through. */
+ * Every call into libomptarget runs with the calling thread's guard raised, so that the
+ * runtime's own calls back into the interposed entry points (its legacy and nowait wrappers call
+ * the mapper forms) go straight through. */
 #ifndef OMPBATCH_PLUGIN_HOOK_FORWARD_H
 #define OMPBATCH_PLUGIN_HOOK_FORWARD_H
 

@@ -64,7 +64,8 @@ static int collect(const ob_copy *copies, size_t count, int dst, uintptr_t *buff
     uintptr_t *starts = buffer, *ends = buffer + count;
     for (size_t i = 0; i < count; i++) {
         starts[i] = dst ? copies[i].dst : copies[i].src;
-        ends[i] = starts[i] + (dst ? ob_copy_dst_extent(&copies[i]) : ob_copy_src_extent(&copies[i]));
+        ends[i] = starts[i] +
+                  (dst ? ob_copy_dst_extent(&copies[i]) : ob_copy_src_extent(&copies[i]));
     }
     size_t s = sort_unique(starts, count), e = sort_unique(ends, count);
     out->allocated = s + e;
@@ -233,7 +234,8 @@ static void tree_sweep(ob_copy *copies, size_t count, tree *dsts, tree *srcs,
     uint32_t levels = 0;
     for (size_t j = 0; j < count; j++) {
         ob_copy *c = &copies[j];
-        uintptr_t dst_end = c->dst + ob_copy_dst_extent(c), src_end = c->src + ob_copy_src_extent(c);
+        uintptr_t dst_end = c->dst + ob_copy_dst_extent(c);
+        uintptr_t src_end = c->src + ob_copy_src_extent(c);
         size_t d0 = 0, d1 = 0, s0 = 0, s1 = 0, x0 = 0, x1 = 0, y0 = 0, y1 = 0;
         int own_dst = segments_of(dsts, c->dst, dst_end, dst_in_dsts, &d0, &d1);
         int own_src = segments_of(srcs, c->src, src_end, src_in_srcs, &s0, &s1);

@@ -214,8 +214,8 @@ static int same_allocation(const ob_mem_info *a, const ob_mem_info *b)
  * same; merged copies must stay inside one allocation per side for the driver. */
 static int can_merge(const ob_copy *a, const ob_copy *b)
 {
-    return a->rect == NULL && b->rect == NULL && a->level == b->level && a->category == b->category &&
-           a->dst_side == b->dst_side && a->src_side == b->src_side &&
+    return a->rect == NULL && b->rect == NULL && a->level == b->level &&
+           a->category == b->category && a->dst_side == b->dst_side && a->src_side == b->src_side &&
            ob_attrs_equal(&a->attr, &b->attr) && a->dst + a->bytes == b->dst &&
            a->src + a->bytes == b->src && same_allocation(&a->dst_mem, &b->dst_mem) &&
            same_allocation(&a->src_mem, &b->src_mem);
@@ -341,7 +341,8 @@ static int choose_group(ob_plan *plan, size_t begin, size_t end, const ob_plan_p
     ob_decision decision = {.level = copies[begin].level, .category = copies[begin].category,
                             .copies = end - begin,
                             .forced = params->strategy == OB_STRATEGY_STAGED,
-                            .lone_bounce = plan->count == 1 && lone_bounces(params, &copies[begin])};
+                            .lone_bounce = plan->count == 1 &&
+                                           lone_bounces(params, &copies[begin])};
     const ob_cost_curve *direct = params->cost ? &params->cost->curve[lane][OB_WAY_DIRECT] : NULL;
     const ob_cost_curve *staged = params->cost ? &params->cost->curve[lane][OB_WAY_STAGED] : NULL;
     /* Candidates: pieces the model says are cheaper staged (every piece when forced), while
