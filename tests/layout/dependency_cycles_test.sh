@@ -12,7 +12,8 @@ dir=${1:-plugin}
 [ -d "$dir" ] || { echo "FAIL: no directory $dir" >&2; exit 1; }
 edges=$(mktemp)
 layers=$(mktemp)
-trap 'rm -f "$edges" "$layers"' EXIT
+defs=$(mktemp)
+trap 'rm -f "$edges" "$layers" "$defs"' EXIT
 module() { local b=${1##*/}; echo "${b%.*}"; }
 mapfile -t files < <(find -L "$dir" -mindepth 1 -maxdepth 2 -type f \( -name '*.c' -o -name '*.h' \) | sort)
 [ ${#files[@]} -gt 0 ] || { echo "FAIL: no sources in $dir" >&2; exit 1; }
@@ -21,37 +22,44 @@ for f in "${files[@]}"; do
     rel=${f#"$dir"/}
     case "$rel" in */*) echo "$(module "$f") ${rel%%/*}" ;; *) echo "$(module "$f") ." ;; esac
 done | sort -u >"$layers"
-has_module() { awk -v m="$1" '$1 == m { found=1 } END { exit !found }' "$layers"; }
+# One awk a step over all files, not one a file or a name: the check runs four times in the
+# mutation test on a machine of two cores.
+AWK_MODULE='function module(p,   b) { b = p; sub(/.*\//, "", b); sub(/\.[^.]*$/, "", b); return b }'
 # Which module defines each non-static function: a line at column 0 that starts a definition
 # (the name, an open parenthesis, no semicolon at the end of the declaration's last line).
-defs=$(for f in "${files[@]}"; do
-    [ "${f%.c}" != "$f" ] || continue
-    awk -v m="$(module "$f")" '
-        /^[A-Za-z_]/ && !/^static/ && !/^typedef/ && !/;[[:space:]]*$/ &&
-        match($0, /(ob|ompbatch)_[A-Za-z0-9_]*\(/) {
-            print substr($0, RSTART, RLENGTH - 1), m
-        }' "$f"
-done)
-for f in "${files[@]}"; do
-    m=$(module "$f")
-    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)\.h".*/\1/p' "$f" |
-        while read -r inc; do
-            dep=$(module "$inc")
-            [ "$dep" != "$m" ] && has_module "$dep" && echo "$m $dep"
-        done
-done >"$edges"
-for h in "${files[@]}"; do
-    [ "${h%.h}" != "$h" ] || continue
-    m=$(module "$h")
-    # Declarations: names followed by "(" on lines that are not comments, macros or inline
-    # bodies; a prototype may span lines, so every such name at the start of a declaration.
-    awk '/^[[:space:]]*(\/\*|\*|#)/ {next} /^static inline/ {skip=1} skip && /^}/ {skip=0; next}
-         !skip && /^[A-Za-z_]/ && match($0, /(ob|ompbatch)_[A-Za-z0-9_]*\(/) {
-             print substr($0, RSTART, RLENGTH - 1)
-         }' "$h" | sort -u | while read -r name; do
-        echo "$defs" | awk -v n="$name" -v m="$m" '$1 == n && $2 != m { print m, $2 }'
-    done
-done >>"$edges"
+awk "$AWK_MODULE"'
+    FNR == 1 { m = module(FILENAME) }
+    FILENAME ~ /\.c$/ && /^[A-Za-z_]/ && !/^static/ && !/^typedef/ && !/;[[:space:]]*$/ &&
+    match($0, /(ob|ompbatch)_[A-Za-z0-9_]*\(/) {
+        print substr($0, RSTART, RLENGTH - 1), m
+    }' "${files[@]}" >"$defs"
+# A file depends on the module of each header it includes that is a module here.
+awk -v layers="$layers" "$AWK_MODULE"'
+    BEGIN { while ((getline line <layers) > 0) { split(line, x, " "); known[x[1]] = 1 } }
+    FNR == 1 { m = module(FILENAME) }
+    /^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\.h"/ {
+        inc = $0
+        sub(/^[[:space:]]*#[[:space:]]*include[[:space:]]*"/, "", inc)
+        sub(/\.h".*/, "", inc)
+        dep = module(inc)
+        if (dep != m && (dep in known)) print m, dep
+    }' "${files[@]}" >"$edges"
+# A header depends on the modules that define the functions it declares. Declarations: names
+# followed by "(" on lines that are not comments, macros or inline bodies; a prototype may span
+# lines, so every such name at the start of a declaration.
+headers=()
+for f in "${files[@]}"; do [ "${f%.h}" = "$f" ] || headers+=("$f"); done
+[ ${#headers[@]} = 0 ] || awk -v defs="$defs" "$AWK_MODULE"'
+    BEGIN { while ((getline line <defs) > 0) { split(line, x, " "); where[x[1]] = where[x[1]] " " x[2] } }
+    FNR == 1 { m = module(FILENAME); skip = 0 }
+    /^[[:space:]]*(\/\*|\*|#)/ { next }
+    /^static inline/ { skip = 1 }
+    skip && /^}/ { skip = 0; next }
+    !skip && /^[A-Za-z_]/ && match($0, /(ob|ompbatch)_[A-Za-z0-9_]*\(/) {
+        n = split(where[substr($0, RSTART, RLENGTH - 1)], in_module, " ")
+        for (k = 1; k <= n; k++)
+            if (in_module[k] != m) print m, in_module[k]
+    }' "${headers[@]}" >>"$edges"
 sort -u -o "$edges" "$edges"
 # The strongly connected components of the graph (Tarjan): each of more than one module is a
 # cycle. KNOWN_CYCLES names components that are allowed for now, their modules sorted and
@@ -87,25 +95,30 @@ while read -r comp; do
         awk -v n="$n" -v c=" $comp " '$1 == n && index(c, " " $2 " ") { print "  " $1 " -> " $2 }' "$edges"
     done
 done <<<"$cycles"
-# Layers: a dependency may go down or stay in its layer, never up.
+# Layers: a dependency may go down or stay in its layer, never up. A module name found in two
+# folders has no one layer and fails as a folder that is not one.
 if [ -n "${LAYERS:-}" ]; then
-    while read -r from to; do
-        lf=$(awk -v m="$from" '$1 == m { print $2 }' "$layers")
-        lt=$(awk -v m="$to" '$1 == m { print $2 }' "$layers")
-        rf=-1 rt=-1 k=0
-        for l in $LAYERS; do
-            [ "$l" = "$lf" ] && rf=$k
-            [ "$l" = "$lt" ] && rt=$k
-            k=$((k + 1))
-        done
-        if [ $rf -lt 0 ] || [ $rt -lt 0 ]; then
-            failed=1
-            echo "FAIL: $from ($lf) -> $to ($lt): a folder that is not one of the layers ($LAYERS)"
-        elif [ $rf -lt $rt ]; then
-            failed=1
-            echo "FAIL: $from ($lf) depends on $to ($lt), a higher layer"
-        fi
-    done <"$edges"
+    awk -v order="$LAYERS" -v layers="$layers" '
+        BEGIN {
+            n = split(order, names, " ")
+            for (k = 1; k <= n; k++) rank[names[k]] = k
+            while ((getline line <layers) > 0) {
+                split(line, x, " ")
+                if (x[1] in layer) layer[x[1]] = layer[x[1]] "," x[2]
+                else layer[x[1]] = x[2]
+            }
+        }
+        {
+            lf = layer[$1]; lt = layer[$2]
+            if (!(lf in rank) || !(lt in rank)) {
+                print "FAIL: " $1 " (" lf ") -> " $2 " (" lt "): a folder that is not one of the layers (" order ")"
+                bad = 1
+            } else if (rank[lf] < rank[lt]) {
+                print "FAIL: " $1 " (" lf ") depends on " $2 " (" lt "), a higher layer"
+                bad = 1
+            }
+        }
+        END { exit bad }' "$edges" || failed=1
 fi
 [ $failed = 0 ] || exit 1
 echo "ok: $(wc -l <"$edges") dependencies between $(tr ' ' '\n' <"$edges" | sort -u | wc -l) modules of $dir, no cycle but the known ones${LAYERS:+, none upwards through $LAYERS}"
