@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Per shape and variant: the ratio of medians, the pairs with the hook over 3% slower, and
-the hook's extra time a region (median of the paired differences over the regions a
-repetition), for each process; run beside the JSON files."""
+the hook's extra time a construct (median of the paired differences over the constructs a
+repetition), for each process; run beside hook_bench's JSON files, named
+<variant>_<round>.json (ab_hook_bench.sh writes them so)."""
 import collections
 import glob
 import json
@@ -19,4 +20,4 @@ for path in sorted(glob.glob("*_[0-9].json")):
 for (shape, variant), r in sorted(rows.items()):
     print(f"{shape:15s} {variant:4s} ratio {' '.join(f'{x[0]:.2f}' for x in r)} | "
           f"pairs>3% {' '.join(str(x[1]) for x in r)} of {r[0][3]} | "
-          f"extra us/region {' '.join(f'{x[2]:+.1f}' for x in r)} | mean {st.mean(x[2] for x in r):+.2f}")
+          f"extra us/construct {' '.join(f'{x[2]:+.1f}' for x in r)} | mean {st.mean(x[2] for x in r):+.2f}")
