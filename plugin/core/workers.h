@@ -34,6 +34,10 @@ int ob_host_saturated(void);
 void ob_workers_forget_lateness_for_testing(void);
 void ob_workers_mark_late_for_testing(void);
 
+/* Tests: read the load from `path` instead of /proc/loadavg (NULL: /proc/loadavg again), the
+ * next ob_host_saturated() at once. */
+void ob_workers_load_file_for_testing(const char *path);
+
 /* Tests: the next `count` attempts to start a pack thread fail as pthread_create would without
  * resources (EAGAIN). */
 void ob_workers_fail_starts_for_testing(unsigned count);

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <sys/wait.h>
@@ -121,6 +123,69 @@ TEST(WorkersLate, OnlyHelpersAwakeAtTheStartAreJudged)
     unsetenv("OMPBATCH_PACK_THREADS");
     unsetenv("OMPBATCH_HOST_BUSY");
     ob_config_reload();
+}
+
+// The host's load as /proc/loadavg gives it (OMPBATCH_HOST_BUSY unset): busy when the runnable
+// threads reach the processors, read again only after 20 ms, a file it cannot read or parse
+// taken for idle. A file stands in for /proc/loadavg, rewritten in place like it.
+TEST(WorkersLate, TheLoadFileDecidesABusyHost)
+{
+    unsetenv("OMPBATCH_HOST_BUSY");
+    ob_config_reload();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2)
+        GTEST_SKIP() << "one processor: never taken for busy";
+    char path[] = "/tmp/ompbatch_loadavg_XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    auto write_load = [&](const std::string &text) {
+        FILE *f = std::fopen(path, "w");
+        ASSERT_NE(nullptr, f);
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    };
+    auto load_line = [](long running) {
+        return "0.50 0.40 0.30 " + std::to_string(running) + "/812 4242\n";
+    };
+
+    write_load(load_line(cpus));
+    ob_workers_load_file_for_testing(path);
+    EXPECT_EQ(1, ob_host_saturated()) << cpus << " runnable threads on " << cpus << " processors";
+    // Within 20 ms the answer stands, whatever the file says now.
+    write_load(load_line(1));
+    EXPECT_EQ(1, ob_host_saturated());
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(0, ob_host_saturated()) << "the same descriptor read again after 20 ms";
+    EXPECT_EQ(0, ob_workers_late());
+
+    write_load(load_line(cpus - 1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(0, ob_host_saturated()) << "one processor free";
+    write_load(load_line(cpus + 5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(1, ob_host_saturated());
+    EXPECT_EQ(1, ob_workers_late()) << "a busy host makes the helpers late";
+
+    write_load("not a load line\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(0, ob_host_saturated()) << "an unreadable count is no load";
+    ob_workers_load_file_for_testing("/nonexistent/loadavg");
+    EXPECT_EQ(0, ob_host_saturated()) << "no file is no load";
+
+    // The variable still decides over the file.
+    ob_workers_load_file_for_testing(path);
+    write_load(load_line(cpus + 5));
+    setenv("OMPBATCH_HOST_BUSY", "0", 1);
+    ob_config_reload();
+    EXPECT_EQ(0, ob_host_saturated());
+    unsetenv("OMPBATCH_HOST_BUSY");
+    ob_config_reload();
+    EXPECT_EQ(1, ob_host_saturated());
+
+    ob_workers_load_file_for_testing(nullptr);
+    ob_workers_forget_lateness_for_testing();
+    std::remove(path);
 }
 
 } // namespace
