@@ -199,7 +199,7 @@ static size_t start_helpers(size_t want)
  * between taking a part and finishing it. Read at most every OB_LOAD_CHECK_NS, by one pread of
  * a descriptor kept open and with the processor count asked again every OB_CPUS_EVERY reads:
  * opening the file through stdio and asking the count at each read made every region of a
- * program whose threads filled the host about 1 µs slower (hook_bench r-present, host offload,
+ * program whose threads filled the host about 1 us slower (hook_bench r-present, host offload,
  * 2 processors; why a read every 20 ms reaches the regions between is not understood). */
 #define OB_LOAD_CHECK_NS 20000000ull
 #define OB_CPUS_EVERY 64
@@ -230,10 +230,10 @@ static long runnable_threads(void)
         atomic_compare_exchange_strong(&load_fd, &fd, -1);
         return 0;
     }
-    long running = 0;
     if (got <= 0)
         return 0;
     text[got] = '\0';
+    long running = 0;
     if (sscanf(text, "%*s %*s %*s %ld/", &running) != 1)
         return 0;
     return running;
