@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/core/clock.h"
@@ -210,33 +211,68 @@ static atomic_int load_fd = -1;
 static atomic_long cpus_online;
 static atomic_uint load_reads;
 
-/* The runnable threads /proc/loadavg counts, or 0 when it cannot be read. */
-static long runnable_threads(void)
+/* The file behind load_fd when it was opened: a program that closes every descriptor may open
+ * something else at the same number, which is then the program's and is left alone. */
+static _Atomic uint64_t load_dev, load_ino;
+
+/* Whether fd is still the descriptor opened on the load file. */
+static int still_load_file(int fd)
+{
+    struct stat now;
+    return fstat(fd, &now) == 0 && (uint64_t)now.st_dev == atomic_load(&load_dev) &&
+           (uint64_t)now.st_ino == atomic_load(&load_ino);
+}
+
+/* The load file's descriptor, opened if there is none; -1 when it cannot be opened. */
+static int load_file(void)
 {
     int fd = atomic_load(&load_fd);
-    if (fd < 0) {
-        int opened = open(load_path, O_RDONLY | O_CLOEXEC);
-        if (opened < 0)
+    if (fd >= 0)
+        return fd;
+    int opened = open(load_path, O_RDONLY | O_CLOEXEC);
+    struct stat at_open;
+    if (opened < 0)
+        return -1;
+    if (fstat(opened, &at_open) != 0) {
+        close(opened);
+        return -1;
+    }
+    /* Two threads opening at once open the same file: either's identity is the file's. */
+    atomic_store(&load_dev, (uint64_t)at_open.st_dev);
+    atomic_store(&load_ino, (uint64_t)at_open.st_ino);
+    if (atomic_compare_exchange_strong(&load_fd, &fd, opened))
+        return opened;
+    close(opened); /* another thread's is kept; fd holds it now */
+    return fd;
+}
+
+/* The runnable threads the load file counts, or 0 when it cannot be read or is no load line
+ * ("0.50 0.40 0.30 3/812 4242"). Only a read that gives no load line asks whether the
+ * descriptor is still the load file: one that is not (the program closed it, and may have
+ * opened something else at its number) is let go without closing it, and the file opened
+ * again. pread leaves a file's offset alone, and fails on a pipe or socket without taking
+ * anything from it. */
+static long runnable_threads(void)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = load_file();
+        if (fd < 0)
             return 0;
-        if (atomic_compare_exchange_strong(&load_fd, &fd, opened))
-            fd = opened;
-        else
-            close(opened); /* another thread's is kept; fd holds it now */
-    }
-    char text[128];
-    ssize_t got = pread(fd, text, sizeof text - 1, 0);
-    if (got < 0 && errno == EBADF) {
-        /* The program closed it (some close every descriptor): open anew at the next read. */
+        char text[128];
+        ssize_t got = pread(fd, text, sizeof text - 1, 0);
+        if (got > 0) {
+            text[got] = '\0';
+            double loads[3];
+            long running = 0, total = 0, last_pid = 0;
+            if (sscanf(text, "%lf %lf %lf %ld/%ld %ld", &loads[0], &loads[1], &loads[2],
+                       &running, &total, &last_pid) == 6)
+                return running;
+        }
+        if (still_load_file(fd))
+            return 0; /* the load file itself says nothing usable */
         atomic_compare_exchange_strong(&load_fd, &fd, -1);
-        return 0;
     }
-    if (got <= 0)
-        return 0;
-    text[got] = '\0';
-    long running = 0;
-    if (sscanf(text, "%*s %*s %*s %ld/", &running) != 1)
-        return 0;
-    return running;
+    return 0;
 }
 
 int ob_host_saturated(void)

@@ -7,11 +7,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +194,78 @@ TEST(WorkersLate, TheLoadFileDecidesABusyHost)
     ob_workers_load_file_for_testing(nullptr);
     ob_workers_forget_lateness_for_testing();
     std::remove(path);
+}
+
+// The program closes every descriptor and opens a file of its own at the number the load file
+// had, as some do after a fork: the library must leave that file as it is (open, its bytes and
+// offset unchanged), not take its bytes for the load, and open the load file again.
+TEST(WorkersLate, ADescriptorTheProgramTookOverIsLeftAlone)
+{
+    unsetenv("OMPBATCH_HOST_BUSY");
+    ob_config_reload();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2)
+        GTEST_SKIP() << "one processor: never taken for busy";
+    char load[] = "/tmp/ompbatch_loadavg_XXXXXX";
+    int fd = mkstemp(load);
+    ASSERT_GE(fd, 0);
+    std::string busy_line = "0.50 0.40 0.30 " + std::to_string(cpus) + "/812 4242\n";
+    ASSERT_EQ((ssize_t)busy_line.size(), write(fd, busy_line.data(), busy_line.size()));
+    close(fd);
+    char real_load[PATH_MAX];
+    ASSERT_NE(nullptr, realpath(load, real_load));
+    // The descriptor the library holds on the load file, found through /proc/self/fd.
+    auto library_fd = [&]() {
+        for (int n = 0; n < 4096; n++) {
+            char link[64], target[PATH_MAX];
+            std::snprintf(link, sizeof link, "/proc/self/fd/%d", n);
+            ssize_t len = readlink(link, target, sizeof target - 1);
+            if (len <= 0)
+                continue;
+            target[len] = '\0';
+            if (std::strcmp(target, real_load) == 0)
+                return n;
+        }
+        return -1;
+    };
+
+    ob_workers_load_file_for_testing(load);
+    ASSERT_EQ(1, ob_host_saturated());
+    int held = library_fd();
+    ASSERT_GE(held, 0) << "the library keeps no descriptor on the load file";
+
+    char mine[] = "/tmp/ompbatch_program_XXXXXX";
+    int own = mkstemp(mine);
+    ASSERT_GE(own, 0);
+    const std::string data = "the program's own bytes, no load line\n";
+    ASSERT_EQ((ssize_t)data.size(), write(own, data.data(), data.size()));
+    ASSERT_EQ(held, dup2(own, held)); // closes the library's descriptor, reuses its number
+    close(own);
+    off_t offset = lseek(held, 0, SEEK_CUR);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    EXPECT_EQ(1, ob_host_saturated()) << "the program's file was read for the load";
+    EXPECT_NE(-1, fcntl(held, F_GETFD)) << "the library closed the program's descriptor";
+    EXPECT_EQ(offset, lseek(held, 0, SEEK_CUR)) << "the program's file offset moved";
+    char back[128] = {0};
+    EXPECT_EQ((ssize_t)data.size(), pread(held, back, sizeof back - 1, 0));
+    EXPECT_EQ(data, std::string(back));
+    int reopened = library_fd();
+    EXPECT_GE(reopened, 0) << "the load file was not opened again";
+    EXPECT_NE(held, reopened);
+
+    // Closed without anything at its number: opened again too.
+    if (reopened >= 0) {
+        close(reopened);
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        EXPECT_EQ(1, ob_host_saturated()) << "a closed descriptor ended the reading";
+        EXPECT_GE(library_fd(), 0);
+    }
+
+    close(held);
+    ob_workers_load_file_for_testing(nullptr);
+    ob_workers_forget_lateness_for_testing();
+    std::remove(load);
+    std::remove(mine);
 }
 
 } // namespace
