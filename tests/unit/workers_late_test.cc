@@ -128,30 +128,51 @@ TEST(WorkersLate, OnlyHelpersAwakeAtTheStartAreJudged)
     ob_config_reload();
 }
 
-// The host's load as /proc/loadavg gives it (OMPBATCH_HOST_BUSY unset): busy when the runnable
-// threads reach the processors, read again only after 20 ms, a file it cannot read or parse
-// taken for idle. A file stands in for /proc/loadavg, rewritten in place like it.
-TEST(WorkersLate, TheLoadFileDecidesABusyHost)
-{
-    unsetenv("OMPBATCH_HOST_BUSY");
-    ob_config_reload();
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 2)
-        GTEST_SKIP() << "one processor: never taken for busy";
-    char path[] = "/tmp/ompbatch_loadavg_XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    auto write_load = [&](const std::string &text) {
+// A file standing in for /proc/loadavg, read with OMPBATCH_HOST_BUSY unset; skipped on one
+// processor, where the host is never taken for busy.
+class WorkersLoadFile : public ::testing::Test {
+  protected:
+    void SetUp() override
+    {
+        unsetenv("OMPBATCH_HOST_BUSY");
+        ob_config_reload();
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        if (cpus < 2)
+            GTEST_SKIP() << "one processor: never taken for busy";
+        int fd = mkstemp(path);
+        ASSERT_GE(fd, 0);
+        close(fd);
+    }
+
+    void TearDown() override
+    {
+        ob_workers_load_file_for_testing(nullptr);
+        ob_workers_forget_lateness_for_testing();
+        std::remove(path);
+    }
+
+    // Rewrites the file in place, as the kernel does /proc/loadavg.
+    void write_load(const std::string &text)
+    {
         FILE *f = std::fopen(path, "w");
         ASSERT_NE(nullptr, f);
         std::fputs(text.c_str(), f);
         std::fclose(f);
-    };
-    auto load_line = [](long running) {
-        return "0.50 0.40 0.30 " + std::to_string(running) + "/812 4242\n";
-    };
+    }
 
+    static std::string load_line(long running)
+    {
+        return "0.50 0.40 0.30 " + std::to_string(running) + "/812 4242\n";
+    }
+
+    long cpus = 0;
+    char path[32] = "/tmp/ompbatch_loadavg_XXXXXX";
+};
+
+// The host's load as /proc/loadavg gives it: busy when the runnable threads reach the
+// processors, read again only after 20 ms, a file it cannot read or parse taken for idle.
+TEST_F(WorkersLoadFile, DecidesABusyHost)
+{
     write_load(load_line(cpus));
     ob_workers_load_file_for_testing(path);
     auto read_at = Clock::now();
@@ -190,30 +211,16 @@ TEST(WorkersLate, TheLoadFileDecidesABusyHost)
     unsetenv("OMPBATCH_HOST_BUSY");
     ob_config_reload();
     EXPECT_EQ(1, ob_host_saturated());
-
-    ob_workers_load_file_for_testing(nullptr);
-    ob_workers_forget_lateness_for_testing();
-    std::remove(path);
 }
 
 // The program closes every descriptor and opens a file of its own at the number the load file
 // had, as some do after a fork: the library must leave that file as it is (open, its bytes and
 // offset unchanged), not take its bytes for the load, and open the load file again.
-TEST(WorkersLate, ADescriptorTheProgramTookOverIsLeftAlone)
+TEST_F(WorkersLoadFile, ADescriptorTheProgramTookOverIsLeftAlone)
 {
-    unsetenv("OMPBATCH_HOST_BUSY");
-    ob_config_reload();
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 2)
-        GTEST_SKIP() << "one processor: never taken for busy";
-    char load[] = "/tmp/ompbatch_loadavg_XXXXXX";
-    int fd = mkstemp(load);
-    ASSERT_GE(fd, 0);
-    std::string busy_line = "0.50 0.40 0.30 " + std::to_string(cpus) + "/812 4242\n";
-    ASSERT_EQ((ssize_t)busy_line.size(), write(fd, busy_line.data(), busy_line.size()));
-    close(fd);
+    write_load(load_line(cpus));
     char real_load[PATH_MAX];
-    ASSERT_NE(nullptr, realpath(load, real_load));
+    ASSERT_NE(nullptr, realpath(path, real_load));
     // The descriptor the library holds on the load file, found through /proc/self/fd.
     auto library_fd = [&]() {
         for (int n = 0; n < 4096; n++) {
@@ -229,7 +236,7 @@ TEST(WorkersLate, ADescriptorTheProgramTookOverIsLeftAlone)
         return -1;
     };
 
-    ob_workers_load_file_for_testing(load);
+    ob_workers_load_file_for_testing(path);
     ASSERT_EQ(1, ob_host_saturated());
     int held = library_fd();
     ASSERT_GE(held, 0) << "the library keeps no descriptor on the load file";
@@ -262,9 +269,6 @@ TEST(WorkersLate, ADescriptorTheProgramTookOverIsLeftAlone)
     }
 
     close(held);
-    ob_workers_load_file_for_testing(nullptr);
-    ob_workers_forget_lateness_for_testing();
-    std::remove(load);
     std::remove(mine);
 }
 
