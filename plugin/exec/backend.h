@@ -88,6 +88,12 @@ typedef struct ob_exec {
     ob_rect_progress *progress; /* of those, rectangles unpacked as their blocks land */
     size_t progress_count;
     size_t progress_capacity;
+    /* Of those, the first unpack_word_count: the words of the level's inline launch (kernels.h,
+     * done) that say unpack j's bytes are in pinned staging, one bit a block (0: none say so).
+     * The wait unpacks each once its words are set, while the other blocks' bytes still cross
+     * the bus. */
+    uint64_t unpack_words[OB_INLINE_PIECES];
+    size_t unpack_word_count;
     ob_staged_counts staged;
     /* The descriptors of a staged step that only moves in place, kept on the device once the
      * same plan ran twice: later refills with the same copies launch on them directly. */

@@ -98,6 +98,21 @@ static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, 
     return OMPBATCH_OK;
 }
 
+/* Unpack j (exec->moves[exec->unpack_begin + j]) has its bytes written into pinned staging by
+ * descriptors [from, to) of the level's first launch. Should that launch go inline, block b
+ * moves descriptor b alone and then sets its word (kernels.h): the wait may unpack j as soon
+ * as the words of those blocks are set (staged_wait.c). */
+_Static_assert(OB_INLINE_PIECES < 64, "a block's word is a bit of a 64-bit mask");
+static void note_unpack_words(ob_exec *exec, size_t j, size_t from, size_t to)
+{
+    if (j >= OB_INLINE_PIECES || to > OB_INLINE_PIECES)
+        return;
+    while (exec->unpack_word_count < j)
+        exec->unpack_words[exec->unpack_word_count++] = 0;
+    exec->unpack_words[j] = ((UINT64_C(1) << to) - 1) & ~((UINT64_C(1) << from) - 1);
+    exec->unpack_word_count = j + 1;
+}
+
 /* Chunks of OB_COPY_KERNEL_THREADS units in a rectangle (kernels.h). */
 static size_t rect_chunks(uint64_t bytes, uint64_t unit)
 {
@@ -422,6 +437,7 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     /* Packs first, then the unpacks, each in the order its pieces were placed. */
     size_t packs = 0;
     exec->unpack_begin = lay.packs;
+    exec->unpack_word_count = 0;
     size_t u = exec->unpack_begin;
     for (size_t i = step->begin; i < step->end; i++) {
         const ob_copy *c = &plan->copies[i];
@@ -481,9 +497,12 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
                 lone_at = at;
                 lone_src = (CUdeviceptr)c->src;
             } else {
+                size_t from = n_first;
                 add_pieces(first, &n_first,
                            bus ? (uintptr_t)(gather_host + at) : (uintptr_t)(gather_device + at),
                            c->src, c->bytes, lay.chunk);
+                if (bus)
+                    note_unpack_words(exec, u - exec->unpack_begin, from, n_first);
             }
             exec->moves[u++] = (ob_host_move){(void *)c->dst, gather_host + at, c->bytes, NULL};
             break;
@@ -630,6 +649,7 @@ int ob_staged_finish(ob_exec *exec)
 void ob_staged_abandon(ob_exec *exec)
 {
     exec->move_count = exec->unpack_begin;
+    exec->unpack_word_count = 0;
     exec->staged_pending = 0;
     exec->extra_count = 0;
     exec->word_after = NULL;

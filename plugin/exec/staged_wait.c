@@ -1,6 +1,7 @@
 /* The staged backend's wait (staged_wait.h): the words in pinned staging that say a launch's
- * bytes landed, the unpacks of gathered rectangles chunk by chunk while their launch still
- * runs, the stream's wait, then the remaining unpacks and the staging given back. */
+ * bytes landed, the unpacks of gathered pieces whose blocks said so and of gathered rectangles
+ * chunk by chunk while their launch still runs, the stream's wait, then the remaining unpacks
+ * and the staging given back. */
 #include "plugin/exec/staged_wait.h"
 
 #include <stdint.h>
@@ -119,6 +120,7 @@ void ob_staged_complete(ob_exec *exec)
         }
     }
     exec->progress_count = 0;
+    exec->unpack_word_count = 0;
     if (exec->move_count > exec->unpack_begin)
         ob_host_moves_run(exec->moves + exec->unpack_begin, exec->move_count - exec->unpack_begin,
                           OB_MOVE_UNPACK);
@@ -128,28 +130,65 @@ void ob_staged_complete(ob_exec *exec)
     exec->staging = NULL;
 }
 
+/* Unpacks one move whose words (exec->unpack_words) are all among `landed`, the words set so
+ * far; its bytes are then in pinned staging for good (each block sets its word after a
+ * system-wide fence), so the unpack stands even should the stream fail later. One at a time:
+ * the words are looked at again between two unpacks. Returns whether it unpacked one. */
+static int unpack_one_landed(ob_exec *exec, uint64_t landed)
+{
+    for (size_t j = 0; j < exec->unpack_word_count; j++) {
+        uint64_t needs = exec->unpack_words[j];
+        if (needs == 0 || (needs & ~landed) != 0)
+            continue;
+        ob_host_move *move = &exec->moves[exec->unpack_begin + j];
+        ob_host_unpack_range(move, 0, move->bytes);
+        move->bytes = 0;
+        exec->unpack_words[j] = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* Watches the words of the stream's last launch (kernels.h): once every block has set its
  * own, the launch's bytes are in place and nothing of the batch is left on the stream but the
- * launch's own end, so the batch stops waiting for it (exec->stream_busy is cleared). A query
- * every OB_LOOKS_PER_QUERY looks finds an error, or the stream over first (a driver call made
- * after the launch voids the words; this is the guard for anything else); after
- * OMPBATCH_WAIT_POLL_US without them the wait blocks as it would without words. */
+ * launch's own end, so the batch stops waiting for it (exec->stream_busy is cleared). Meanwhile
+ * an unpack whose blocks have all set their words is done at once, overlapping the bytes of the
+ * others still on the bus; the rest are left to ob_staged_complete, which shares them among
+ * the pack threads. A query every OB_LOOKS_PER_QUERY looks finds an error, or the stream over
+ * first (a driver call made after the launch voids the words; this is the guard for anything
+ * else); after OMPBATCH_WAIT_POLL_US without a word the wait blocks as it would without
+ * words. */
 static int watch_done_words(ob_exec *exec)
 {
     const uint32_t *words = exec->done_words;
-    size_t count = exec->done_word_count, seen = 0, looks = 0;
+    size_t count = exec->done_word_count, looks = 0;
     exec->done_words = NULL;
     uint64_t budget = (uint64_t)ob_config_get()->wait_poll_us * 1000u;
     if (budget == 0 || exec->done_after_calls != exec->driver_calls)
         return OMPBATCH_OK;
-    uint64_t started = ob_phase_start(), since = ob_clock_ns();
+    /* An inline launch has a block (and a word) a piece, at most OB_INLINE_PIECES. */
+    uint64_t all = (UINT64_C(1) << count) - 1, landed = 0, tried = 0;
+    uint64_t started = ob_phase_start(), since = ob_clock_ns(), unpacking = 0;
     int status = OMPBATCH_OK;
     for (;;) {
-        while (seen < count && __atomic_load_n(&words[seen], __ATOMIC_ACQUIRE) != 0)
-            seen++;
-        if (seen == count) {
+        for (size_t b = 0; b < count; b++)
+            if ((landed >> b & 1) == 0 && __atomic_load_n(&words[b], __ATOMIC_ACQUIRE) != 0)
+                landed |= UINT64_C(1) << b;
+        if (landed == all) {
             exec->stream_busy = 0;
             break;
+        }
+        if (landed != tried) {
+            uint64_t unpack_started = ob_phase_start();
+            if (unpack_one_landed(exec, landed)) {
+                if (unpack_started != 0) {
+                    ob_phase_end(OB_PHASE_UNPACK, unpack_started);
+                    unpacking += ob_clock_ns() - unpack_started;
+                }
+                since = ob_clock_ns();
+                continue;
+            }
+            tried = landed;
         }
         int next = between_looks(exec, &looks, since, budget);
         if (next < 0)
@@ -158,7 +197,7 @@ static int watch_done_words(ob_exec *exec)
             break;
     }
     if (started != 0)
-        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started);
+        ob_phase_add(OB_PHASE_POLL, ob_clock_ns() - started - unpacking);
     return status;
 }
 
@@ -175,7 +214,8 @@ int ob_staged_wait(ob_exec *exec)
     /* A failed synchronisation leaves the stream in an unknown state; asking again would
      * report the same error, so the batch stops treating it as busy either way. */
     exec->stream_busy = 0;
-    /* Staged bytes gathered for pageable destinations are only theirs after a good wait. */
+    /* Staged bytes gathered for pageable destinations are only theirs after a good wait, but
+     * for those the kernel said had landed (unpacked already). */
     if (status != OMPBATCH_OK)
         exec->move_count = exec->unpack_begin;
     if (exec->staging != NULL || exec->move_count > 0) {

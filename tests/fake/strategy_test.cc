@@ -974,6 +974,65 @@ TEST_F(Strategy, AFewPiecesLaunchEndsOnItsBlocksWords)
     ob_config_reload();
 }
 
+// Gathered pieces whose blocks have set their words are unpacked while the other blocks still
+// run: the fake's query runs half of the launch's remaining blocks, in a scrambled order. Once
+// with a good stream (every byte lands, the launch seen part done), once with the second query
+// failing: the eight pieces whose words came before it are in their destinations whole, the
+// others untouched, and the wait reports the failure.
+TEST_F(Strategy, GatheredPiecesAreUnpackedAsTheirBlocksWordsCome)
+{
+    setenv("OMPBATCH_WAIT_POLL_US", "1000000", 1);
+    ob_config_reload();
+    for (int fail = 0; fail < 2; fail++) {
+        SCOPED_TRACE(fail ? "the second query fails" : "a good stream");
+        TestRng rng(test_seed() ^ (0x7e1 + fail));
+        Buffer host(PAGEABLE, 16 * 4096), dev(DEVICE, 16 * 4096);
+        unsigned fill = rng() % 200;
+        dev.fill(fill);
+        host.fill(fill + 1);
+        std::vector<unsigned char> before(host.ptr, host.ptr + host.bytes);
+        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
+        Batch b(0, nullptr, &o);
+        std::vector<size_t> sizes;
+        for (int i = 0; i < 16; i++) {
+            sizes.push_back(1 + rng() % 4096);
+            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, host.ptr + i * 4096, H,
+                                                      dev.ptr + i * 4096, 0, sizes[i], 0));
+        }
+        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
+        fake().reset();
+        fake().set_done_words(2);
+        if (fail) {
+            ASSERT_EQ(0, fake().inject_failure("cuStreamQuery", 2, CUDA_ERROR_ILLEGAL_ADDRESS));
+        }
+        EXPECT_EQ(fail ? OMPBATCH_ERR_DRIVER : OMPBATCH_OK, ompbatch_batch_wait(b.b))
+            << ompbatch_last_error();
+        EXPECT_EQ(1u, b.stats().kernel_launches);
+        fake_cuda_stats fs;
+        fake().get_stats(&fs);
+        EXPECT_EQ(fail ? 8u : 16u, fs.done_words_set);
+        EXPECT_LE(1u, fs.done_partial_runs) << "the launch was never seen part done";
+        size_t whole = 0;
+        for (int i = 0; i < 16; i++) {
+            const unsigned char *at = host.ptr + i * 4096;
+            bool landed = std::memcmp(at, dev.ptr + i * 4096, sizes[i]) == 0;
+            whole += landed;
+            if (!fail) {
+                ASSERT_TRUE(landed) << i;
+            } else if (!landed) {
+                ASSERT_EQ(0, std::memcmp(at, before.data() + i * 4096, sizes[i]))
+                    << "piece " << i << " is neither untouched nor whole";
+            }
+            ASSERT_EQ(0, std::memcmp(at + sizes[i], before.data() + i * 4096 + sizes[i],
+                                     4096 - sizes[i]))
+                << "bytes past piece " << i;
+        }
+        EXPECT_EQ(fail ? 8u : 16u, whole) << "the pieces whose words came were not all unpacked";
+    }
+    unsetenv("OMPBATCH_WAIT_POLL_US");
+    ob_config_reload();
+}
+
 // Blocks that never set their words (a kernel that does not signal): the wait still ends, when
 // a query finds the stream done, and every byte is in place.
 TEST_F(Strategy, WordsThatNeverComeLeaveTheWaitToTheStream)

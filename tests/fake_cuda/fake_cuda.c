@@ -102,6 +102,7 @@ struct op {
     bool is_inline;
     ob_inline_pieces inline_table;
     unsigned int grid; /* blocks of an inline launch: as many words when it has `done` */
+    unsigned int blocks_run; /* of them, how many have run (in the order rect_chunk_order gives) */
     /* A launch of the rectangle kernel when is_rect: its parameter, copied at the launch, its
      * block size, and how many of its chunks have run (in the order rect_chunk_order gives). */
     /* A stream memory operation when is_write_value: `value` stored at dst (4 bytes). */
@@ -158,6 +159,7 @@ struct config {
     unsigned primary_flags; /* what cuDevicePrimaryCtxGetState reports */
     bool no_rect_words;     /* rectangle blocks never set their words */
     bool no_done_words;     /* inline launches' blocks never set their words */
+    bool done_words_in_parts; /* a query runs half of such a launch's remaining blocks */
 };
 
 struct injection {
@@ -234,6 +236,7 @@ static void load_config(void)
     g.cfg.primary_flags = (unsigned)env_long("FAKE_CUDA_PRIMARY_CTX_FLAGS", 0, 0, 0xff);
     g.cfg.no_rect_words = false;
     g.cfg.no_done_words = false;
+    g.cfg.done_words_in_parts = false;
 }
 
 static void init_once(void)
@@ -408,47 +411,60 @@ static void check_reachable(int ordinal, const char *what, unsigned int piece, u
             ordinal, what, (unsigned long)p, a->ctx->ordinal);
 }
 
+/* Piece i of a copy kernel launch's descriptors, as the GPU would move it. */
+static void piece_run(const uint64_t *pieces, unsigned int i, int ordinal)
+{
+    uintptr_t dst = (uintptr_t)pieces[3 * i], src = (uintptr_t)pieces[3 * i + 1];
+    size_t bytes = (size_t)pieces[3 * i + 2];
+    check_reachable(ordinal, "dst", i, dst, bytes);
+    check_reachable(ordinal, "src", i, src, bytes);
+    if (dst < src + bytes && src < dst + bytes)
+        die("ob_copy_pieces piece %u: dst %#lx and src %#lx overlap (%zu bytes)", i,
+            (unsigned long)dst, (unsigned long)src, bytes);
+    memcpy((void *)dst, (const void *)src, bytes);
+    g.stats.bytes_executed += bytes;
+}
+
+static uint64_t rect_chunk_order(uint64_t k, uint64_t n);
+
 /* The copy kernel, as the GPU would run it: the descriptors are read when it runs, and a piece
  * outside memory the GPU reaches is a fault the real kernel would report asynchronously; the
- * fake stops the test with the reason. */
-static void pieces_run(const struct op *op, int ordinal)
+ * fake stops the test with the reason. An inline launch runs block by block, in a scrambled
+ * order, until `upto` of its blocks have run: block b moves pieces b, b + grid, ... (as
+ * copy_pieces.cu does) and then, with `done` (kernels.h), sets its word, which must lie in
+ * pinned memory the GPU reaches. A table launch runs whole. */
+static void pieces_run(struct op *op, int ordinal, unsigned int upto)
 {
-    const uint64_t *pieces = op->pieces;
-    unsigned int count = op->piece_count;
-    if (op->is_inline) {
-        pieces = (const uint64_t *)op->inline_table.piece;
-        count = (unsigned int)op->inline_table.count;
-    } else {
-        check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)pieces,
-                        (size_t)count * 3 * sizeof(uint64_t));
+    if (!op->is_inline) {
+        check_reachable(ordinal, "the descriptor table", 0, (uintptr_t)op->pieces,
+                        (size_t)op->piece_count * 3 * sizeof(uint64_t));
+        for (unsigned int i = 0; i < op->piece_count; i++)
+            piece_run(op->pieces, i, ordinal);
+        g.stats.copies_executed++;
+        g.stats.kernels_executed++;
+        return;
     }
-    for (unsigned int i = 0; i < count; i++) {
-        uintptr_t dst = (uintptr_t)pieces[3 * i], src = (uintptr_t)pieces[3 * i + 1];
-        size_t bytes = (size_t)pieces[3 * i + 2];
-        check_reachable(ordinal, "dst", i, dst, bytes);
-        check_reachable(ordinal, "src", i, src, bytes);
-        if (dst < src + bytes && src < dst + bytes)
-            die("ob_copy_pieces piece %u: dst %#lx and src %#lx overlap (%zu bytes)", i,
-                (unsigned long)dst, (unsigned long)src, bytes);
-        memcpy((void *)dst, (const void *)src, bytes);
-        g.stats.bytes_executed += bytes;
+    const uint64_t *pieces = (const uint64_t *)op->inline_table.piece;
+    unsigned int count = (unsigned int)op->inline_table.count;
+    for (; op->blocks_run < upto; op->blocks_run++) {
+        unsigned int b = (unsigned int)rect_chunk_order(op->blocks_run, op->grid);
+        for (unsigned int i = b; i < count; i += op->grid)
+            piece_run(pieces, i, ordinal);
+        if (op->inline_table.done == 0 || g.cfg.no_done_words)
+            continue;
+        uintptr_t word = (uintptr_t)(op->inline_table.done + 4 * b);
+        check_reachable(ordinal, "done word", b, word, 4);
+        const struct alloc *a = alloc_containing(word);
+        if (a == NULL || a->kind != ALLOC_HOST)
+            die("ob_copy_pieces_inline: block %u's word %#lx is not in pinned host memory", b,
+                (unsigned long)word);
+        __atomic_store_n((uint32_t *)word, 1u, __ATOMIC_RELEASE);
+        g.stats.done_words_set++;
     }
-    /* With `done` (kernels.h) each block then sets its word, which must lie in pinned memory
-     * the GPU reaches. */
-    if (op->is_inline && op->inline_table.done != 0 && !g.cfg.no_done_words) {
-        for (unsigned int b = 0; b < op->grid; b++) {
-            uintptr_t word = (uintptr_t)(op->inline_table.done + 4 * b);
-            check_reachable(ordinal, "done word", b, word, 4);
-            const struct alloc *a = alloc_containing(word);
-            if (a == NULL || a->kind != ALLOC_HOST)
-                die("ob_copy_pieces_inline: block %u's word %#lx is not in pinned host memory", b,
-                    (unsigned long)word);
-            __atomic_store_n((uint32_t *)word, 1u, __ATOMIC_RELEASE);
-            g.stats.done_words_set++;
-        }
+    if (op->blocks_run == op->grid) {
+        g.stats.copies_executed++;
+        g.stats.kernels_executed++;
     }
-    g.stats.copies_executed++;
-    g.stats.kernels_executed++;
 }
 
 /* Where compact offset x of a rectangle's side lies from its first byte (kernels.h). */
@@ -571,7 +587,15 @@ static void stream_run_some(struct CUstream_st *s, bool partly)
             continue;
         }
         if (op->pieces != NULL || op->is_inline) {
-            pieces_run(op, s->ctx->ordinal);
+            unsigned int left = op->is_inline ? op->grid - op->blocks_run : 0;
+            if (partly && left > 1 && op->inline_table.done != 0 && g.cfg.done_words_in_parts) {
+                pieces_run(op, s->ctx->ordinal, op->blocks_run + (left + 1) / 2);
+                memmove(s->ops, op, (s->nops - i) * sizeof *op);
+                s->nops -= i;
+                g.stats.done_partial_runs++;
+                return;
+            }
+            pieces_run(op, s->ctx->ordinal, op->grid);
             if (partly && op->is_inline && op->inline_table.done != 0 && i + 1 < s->nops) {
                 memmove(s->ops, op + 1, (s->nops - i - 1) * sizeof *op);
                 s->nops -= i + 1;
@@ -2387,6 +2411,7 @@ FAKE_CONTROL void fake_cuda_set_done_words(int on)
 {
     lock();
     g.cfg.no_done_words = on == 0;
+    g.cfg.done_words_in_parts = on == 2;
     unlock();
 }
 

@@ -104,7 +104,7 @@ struct fake_cuda_stats {
     unsigned long long rect_words_set;    /* words set by rectangle chunks (kernels.h, flags) */
     unsigned long long rect_partial_runs; /* queries that ran part of a rectangle launch */
     unsigned long long done_words_set;    /* words set by inline launches' blocks (kernels.h) */
-    unsigned long long done_partial_runs; /* queries that stopped after such a launch */
+    unsigned long long done_partial_runs; /* queries that stopped inside or after such a launch */
     unsigned long long values_written;    /* cuStreamWriteValue32 operations that ran */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */
@@ -156,7 +156,9 @@ struct fake_cuda_batch_record {
     X(void, set_rect_words, (int on))                                                           \
     /* 1 (the default): an inline launch given `done` words (kernels.h) sets them as it runs,   \
      * and a query that runs it stops the stream after it (work after it stays queued and the  \
-     * query answers not ready). 0: its blocks never set them. */                             \
+     * query answers not ready). 0: its blocks never set them. 2: as 1, but a query of a        \
+     * non-blocking stream whose next work is such a launch runs half of its remaining blocks,  \
+     * in a scrambled order, each setting its word, and stops there. */                        \
     X(void, set_done_words, (int on))                                                           \
     /* Back to the environment's values (or the defaults) for everything above. */             \
     X(void, reset_config, (void))                                                               \
