@@ -316,32 +316,33 @@ static void run_alone(ob_work_fn fn, void *arg, size_t parts)
         fn(arg, k, parts);
 }
 
-/* Publishes the job for the helpers, waking at most `wake` of those asleep, and returns at
- * once; job->alone when the caller is to run every part itself. */
-static void job_begin(ob_workers_job *job, ob_work_fn fn, void *arg, size_t parts, size_t wake)
+/* Runs the job with the helpers, waking at most `wake` of those asleep. */
+static void run_job(ob_work_fn fn, void *arg, size_t parts, size_t wake)
 {
-    *job = (ob_workers_job){.fn = fn, .arg = arg, .parts = parts, .alone = 1};
     pthread_once(&atfork_once, register_atfork);
-    if (parts <= 1 || parts > OB_TICKET_PARTS_MAX || ob_workers_late() ||
-        atomic_flag_test_and_set(&busy))
+    if (parts == 1 || parts > OB_TICKET_PARTS_MAX || ob_workers_late() ||
+        atomic_flag_test_and_set(&busy)) {
+        run_alone(fn, arg, parts);
         return;
+    }
     pthread_mutex_lock(&workers.lock);
     size_t helpers = start_helpers(ob_workers_threads() - 1);
     pthread_mutex_unlock(&workers.lock);
     if (helpers == 0) {
         atomic_flag_clear(&busy);
+        run_alone(fn, arg, parts);
         return;
     }
-    job->alone = 0;
     workers.fn = fn;
     workers.arg = arg;
     atomic_store_explicit(&workers.finished, 0, memory_order_relaxed);
     uint64_t generation = ticket_generation(atomic_load_explicit(&ticket, memory_order_relaxed));
+    uint64_t started = ob_clock_ns();
     atomic_store_explicit(&ticket, ((generation + 1) & 0xffffffffu) << 32 | (uint64_t)parts << 16,
                           memory_order_release);
     long asleep = (long)helpers - atomic_load_explicit(&awake_helpers, memory_order_relaxed);
-    job->woken = asleep > 0 && wake > 0;
-    if (job->woken) {
+    int woken = asleep > 0 && wake > 0;
+    if (woken) {
         pthread_mutex_lock(&workers.lock);
         if (wake >= (size_t)asleep)
             pthread_cond_broadcast(&workers.wake);
@@ -350,21 +351,11 @@ static void job_begin(ob_workers_job *job, ob_work_fn fn, void *arg, size_t part
                 pthread_cond_signal(&workers.wake);
         pthread_mutex_unlock(&workers.lock);
     }
-}
-
-/* The caller takes the parts left, like any helper, and waits for the helpers' last ones. */
-static void job_join(ob_workers_job *job)
-{
-    if (job->alone) {
-        run_alone(job->fn, job->arg, job->parts);
-        return;
-    }
-    size_t parts = job->parts;
+    /* The caller works too, taking parts like any helper. */
     size_t part, n;
     uint64_t seen;
-    uint64_t joined = ob_clock_ns();
     while (take_part(&part, &n, &seen)) {
-        job->fn(job->arg, part, parts);
+        fn(arg, part, parts);
         atomic_fetch_add_explicit(&workers.finished, 1, memory_order_relaxed);
     }
     uint64_t mine_done = ob_clock_ns();
@@ -380,23 +371,14 @@ static void job_join(ob_workers_job *job)
         pthread_mutex_unlock(&workers.lock);
     }
     atomic_flag_clear(&busy);
-    /* Judged from the join: what the caller did between begin and join was not the job's. */
-    uint64_t waited = ob_clock_ns() - mine_done, worked = mine_done - joined;
-    if (!job->woken && waited > OB_LATE_NS && waited > worked) {
+    uint64_t waited = ob_clock_ns() - mine_done, worked = mine_done - started;
+    if (!woken && waited > OB_LATE_NS && waited > worked) {
         atomic_store_explicit(&alone_until, ob_clock_ns() + OB_ALONE_NS, memory_order_relaxed);
         ob_log(2, "pack threads came late (waited %llu us after %llu us of the caller's own "
                   "part): packing alone for %llu ms",
                (unsigned long long)(waited / 1000), (unsigned long long)(worked / 1000),
                OB_ALONE_NS / 1000000);
     }
-}
-
-/* Runs the job with the helpers, waking at most `wake` of those asleep. */
-static void run_job(ob_work_fn fn, void *arg, size_t parts, size_t wake)
-{
-    ob_workers_job job;
-    job_begin(&job, fn, arg, parts, wake);
-    job_join(&job);
 }
 
 void ob_workers_run(ob_work_fn fn, void *arg, size_t parts)
@@ -409,16 +391,6 @@ void ob_workers_share(ob_work_fn fn, void *arg, size_t parts)
 {
     if (parts > 0)
         run_job(fn, arg, parts, parts - 1);
-}
-
-void ob_workers_begin(ob_workers_job *job, ob_work_fn fn, void *arg, size_t parts)
-{
-    job_begin(job, fn, arg, parts, parts > 0 ? parts - 1 : 0);
-}
-
-void ob_workers_join(ob_workers_job *job)
-{
-    job_join(job);
 }
 
 void ob_workers_forget_lateness_for_testing(void)

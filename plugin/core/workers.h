@@ -20,21 +20,6 @@ void ob_workers_run(ob_work_fn fn, void *arg, size_t parts);
  * previous job take parts at once. */
 void ob_workers_share(ob_work_fn fn, void *arg, size_t parts);
 
-/* A job the helpers start on while the caller does something else (a launch call): begin
- * hands it out as ob_workers_share does and returns at once; join takes the parts no helper
- * took and returns when every part is done. Every begin is joined, before the caller begins or
- * runs another job; `arg` lives until then. */
-typedef struct ob_workers_job {
-    ob_work_fn fn;
-    void *arg;
-    size_t parts;
-    int alone; /* the caller runs every part at the join */
-    int woken; /* helpers were woken for it */
-} ob_workers_job;
-
-void ob_workers_begin(ob_workers_job *job, ob_work_fn fn, void *arg, size_t parts);
-void ob_workers_join(ob_workers_job *job);
-
 /* Whether helpers would come late: they did to a recent job, or every processor of the host
  * has a runnable thread (/proc/loadavg). Jobs then run on their callers, and what relies on
  * parallel packing (the pipelined path) is not worth taking. */

@@ -26,19 +26,12 @@ typedef struct ob_piece {
  * host that sees every word set knows the launch's bytes are in place, a microsecond or two
  * before a stream query would say the launch is over (the H100 of 2026-12-06: 16 pieces of
  * 4 KiB from the device into pinned memory, 13.5-14.5 us a round trip by the words against
- * 14.8-16.3 by queries).
- *
- * `ready`, when not 0, is the address of a 32-bit word in pinned host memory, 0 at the launch:
- * every block waits until the host has set it before it reads any piece. The host launches
- * first and packs the pieces the kernel reads from pinned staging while the launch call runs,
- * then sets the word; it sets it on every path once the launch call returned, or the launch
- * never ends. */
+ * 14.8-16.3 by queries). */
 #define OB_INLINE_PIECES 32
 
 typedef struct ob_inline_pieces {
     uint64_t count;
     uint64_t done;
-    uint64_t ready;
     ob_piece piece[OB_INLINE_PIECES];
 } ob_inline_pieces;
 

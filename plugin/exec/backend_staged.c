@@ -62,7 +62,7 @@ static size_t align_up(size_t value, size_t to)
  * OB_INLINE_PIECES words in pinned staging), has its blocks say there when its bytes are in
  * place (kernels.h): the wait watches them while this launch is the stream's last work. */
 static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, size_t count,
-                  uint32_t *done_words, const uint32_t *ready_word)
+                  uint32_t *done_words)
 {
     if (count == 0)
         return OMPBATCH_OK;
@@ -75,7 +75,6 @@ static int launch(ob_exec *exec, CUdeviceptr table, const ob_piece *host_table, 
     if (inline_launch) {
         inline_table.count = count;
         inline_table.done = (uint64_t)(uintptr_t)done_words;
-        inline_table.ready = (uint64_t)(uintptr_t)ready_word;
         memcpy(inline_table.piece, host_table, count * sizeof(ob_piece));
         params[0] = &inline_table;
         kernel = exec->kernels.copy_inline;
@@ -283,7 +282,7 @@ static int run_direct(ob_exec *exec, const ob_plan *plan, const ob_step *step)
 /* A step whose descriptors are kept: the kernel runs on them, nothing is written. */
 static int run_kept(ob_exec *exec, const ob_step *step)
 {
-    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces, NULL, NULL);
+    int status = launch(exec, exec->kept_table, NULL, exec->kept_pieces, NULL);
     if (status != OMPBATCH_OK)
         return status;
     /* Counted when kept: reading the plan's copies again costs more than the launch. */
@@ -374,10 +373,9 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t second_table = align_up(lay.second_pieces * sizeof(ob_piece), 64);
     size_t pack_area = align_up(lay.pack_bytes, 64), gather_area = align_up(lay.gather_bytes, 64);
     size_t rect_gather_area = align_up(lay.rect_gather_bytes, 64);
-    /* The first kernel's blocks' words, then the word the stream writes after the level (apart,
-     * for a block's word set early must not pass for the stream's), then the host's word that
-     * the pack is done. */
-    size_t done_area = align_up((OB_INLINE_PIECES + 2) * sizeof(uint32_t), 64);
+    /* The first kernel's blocks' words, then the word the stream writes after the level: apart,
+     * for a block's word set early must not pass for the stream's. */
+    size_t done_area = align_up((OB_INLINE_PIECES + 1) * sizeof(uint32_t), 64);
     /* An earlier level's staging is reused once the stream has passed it. */
     if (exec->staging != NULL && (status = ob_staged_wait(exec)) != OMPBATCH_OK)
         return status;
@@ -417,9 +415,10 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     size_t rect_gather_cursor = 0;
     unsigned char *rect_flags_host = rect_gather_host + rect_gather_area;
     size_t rect_flags_cursor = 0;
-    uint32_t *word_area = (uint32_t *)(rect_flags_host + lay.rect_flag_bytes);
     /* Words are only watched by a wait that polls (OMPBATCH_WAIT_POLL_US). */
-    uint32_t *done_words = ob_config_get()->wait_poll_us > 0 ? word_area : NULL;
+    uint32_t *done_words = ob_config_get()->wait_poll_us > 0
+                               ? (uint32_t *)(rect_flags_host + lay.rect_flag_bytes)
+                               : NULL;
     CUdeviceptr second_device = exec->staging->device;
     CUdeviceptr pack_device = second_device + second_table, gather_device = pack_device + pack_area;
     size_t n_first = 0, n_second = 0, pack_cursor = 0, gather_cursor = 0;
@@ -517,36 +516,18 @@ int ob_staged_prepare(ob_exec *exec, const ob_plan *plan, const ob_step *step)
     /* A packed source in stream order may be the target of work still on the stream. */
     if (lay.pack_in_stream_order && (status = ob_stream_wait(driver, exec->stream)) != OMPBATCH_OK)
         return status;
-    /* A pack on one thread that the kernel reads over the bus stays in that thread's cache;
-     * larger packs, and packs for the bulk copy, go to memory. */
-    int over_bus = bus && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES;
-    /* A pack an inline launch reads over the bus is done while the launch call runs: the
-     * kernel waits for the word set after it (kernels.h, ready). The launch call costs 3-4 us,
-     * what a pack of 64 KiB takes. */
-    uint32_t *ready = packs > 0 && over_bus && n_first <= OB_INLINE_LAUNCH_MAX
-                          ? word_area + OB_INLINE_PIECES + 1
-                          : NULL;
-    ob_host_moves_job pack;
     if (packs > 0) {
         uint64_t started = ob_phase_start();
-        if (ready != NULL)
-            __atomic_store_n(ready, 0u, __ATOMIC_RELAXED);
-        ob_host_moves_begin(&pack, exec->moves, packs,
-                            over_bus ? OB_MOVE_PACK_CACHED : OB_MOVE_PACK_STREAMING);
-        if (ready == NULL)
-            ob_host_moves_join(&pack);
+        /* A pack on one thread that the kernel reads over the bus stays in that thread's
+         * cache; larger packs, and packs for the bulk copy, go to memory. */
+        ob_host_moves_run(exec->moves, packs,
+                          bus && lay.pack_bytes < OB_PARALLEL_MOVE_BYTES ? OB_MOVE_PACK_CACHED
+                                                                         : OB_MOVE_PACK_STREAMING);
         ob_phase_end(OB_PHASE_PACK, started);
         exec->staged.paths |= OMPBATCH_PATH_STAGED;
     }
-    status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first, done_words, ready);
-    if (ready != NULL) {
-        /* On every path: a launch that went out waits for the word. */
-        uint64_t started = ob_phase_start();
-        ob_host_moves_join(&pack);
-        __atomic_store_n(ready, 1u, __ATOMIC_RELEASE);
-        ob_phase_end(OB_PHASE_PACK, started);
-    }
-    if (status != OMPBATCH_OK)
+    if ((status = launch(exec, (CUdeviceptr)(uintptr_t)first, first, n_first, done_words)) !=
+        OMPBATCH_OK)
         return status;
     for (size_t k = 0; k < first_rects; k++)
         if ((status = launch_rect(exec, &exec->rect_scatters[lay.rects - 1 - k])) != OMPBATCH_OK)
@@ -650,7 +631,7 @@ int ob_staged_finish(ob_exec *exec)
 {
     int status = ob_staged_flush_extras(exec);
     if (status == OMPBATCH_OK)
-        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count, NULL, NULL);
+        status = launch(exec, exec->scatter_table, NULL, exec->scatter_count, NULL);
     for (size_t k = 0; k < exec->rect_scatter_count && status == OMPBATCH_OK; k++)
         status = launch_rect(exec, &exec->rect_scatters[k]);
     if (status == OMPBATCH_OK && exec->word_after != NULL && exec->done_words == NULL &&

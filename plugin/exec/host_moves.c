@@ -22,6 +22,15 @@
 #define OB_SHARED_PART_BYTES ((size_t)8 << 10)
 #endif
 
+typedef struct move_job {
+    const ob_host_move *moves;
+    const size_t *starts; /* starts[i]: bytes of the moves before move i */
+    size_t count;
+    size_t total;
+    int into_staging;
+    void (*copy)(void *, const void *, size_t);
+} move_job;
+
 static void copy_plain(void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
@@ -42,7 +51,7 @@ static void move_range(const ob_host_move *m, size_t begin, size_t end, int into
 /* Part k moves bytes [k * total / parts, (k + 1) * total / parts) of the concatenated moves. */
 static void move_part(void *arg, size_t part, size_t parts)
 {
-    const ob_host_moves_job *job = arg;
+    const move_job *job = arg;
     size_t rest = job->total % parts;
     size_t from = job->total / parts * part + (part < rest ? part : rest);
     size_t to = from + job->total / parts + (part < rest ? 1 : 0);
@@ -65,67 +74,35 @@ static void move_part(void *arg, size_t part, size_t parts)
     }
 }
 
-/* Sets the job up; returns the parts to split it into, 0 to run it on the caller. */
-static size_t job_setup(ob_host_moves_job *job, const ob_host_move *moves, size_t count,
-                        ob_move_kind kind)
-{
-    *job = (ob_host_moves_job){.moves = moves, .count = count};
-    job->into_staging = kind != OB_MOVE_UNPACK;
-    job->copy = kind == OB_MOVE_PACK_STREAMING ? ob_copy_streaming : copy_plain;
-    for (size_t i = 0; i < count; i++)
-        job->total += moves[i].bytes;
-    job->shared = job->total < OB_PARALLEL_MOVE_BYTES;
-    size_t parts = job->total / (job->shared ? OB_SHARED_PART_BYTES : OB_MOVE_PART_BYTES);
-    size_t most = (job->shared ? 1 : 4) * ob_workers_threads();
-    if (parts > most)
-        parts = most;
-    if (parts <= 1 || job->total < OB_SHARED_MOVE_BYTES ||
-        (job->starts = ob_malloc(count * sizeof(*job->starts))) == NULL)
-        return 0;
-    for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
-        job->starts[i] = at;
-    return parts;
-}
-
-static void run_on_caller(const ob_host_moves_job *job)
-{
-    for (size_t i = 0; i < job->count; i++)
-        move_range(&job->moves[i], 0, job->moves[i].bytes, job->into_staging, job->copy);
-}
-
 void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kind)
 {
-    ob_host_moves_job job;
-    size_t parts = job_setup(&job, moves, count, kind);
-    if (parts == 0) {
-        run_on_caller(&job);
+    int into_staging = kind != OB_MOVE_UNPACK;
+    void (*copy)(void *, const void *, size_t) =
+        kind == OB_MOVE_PACK_STREAMING ? ob_copy_streaming : copy_plain;
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++)
+        total += moves[i].bytes;
+    int shared = total < OB_PARALLEL_MOVE_BYTES;
+    size_t parts = total / (shared ? OB_SHARED_PART_BYTES : OB_MOVE_PART_BYTES);
+    size_t most = (shared ? 1 : 4) * ob_workers_threads();
+    if (parts > most)
+        parts = most;
+    size_t *starts = parts > 1 && total >= OB_SHARED_MOVE_BYTES
+                         ? ob_malloc(count * sizeof(*starts))
+                         : NULL;
+    if (starts == NULL) {
+        for (size_t i = 0; i < count; i++)
+            move_range(&moves[i], 0, moves[i].bytes, into_staging, copy);
         return;
     }
-    if (job.shared)
+    for (size_t i = 0, at = 0; i < count; at += moves[i++].bytes)
+        starts[i] = at;
+    move_job job = {moves, starts, count, total, into_staging, copy};
+    if (shared)
         ob_workers_share(move_part, &job, parts);
     else
         ob_workers_run(move_part, &job, parts);
-    free(job.starts);
-}
-
-void ob_host_moves_begin(ob_host_moves_job *job, const ob_host_move *moves, size_t count,
-                         ob_move_kind kind)
-{
-    size_t parts = job_setup(job, moves, count, kind);
-    job->split = parts > 0;
-    if (job->split)
-        ob_workers_begin(&job->workers, move_part, job, parts);
-}
-
-void ob_host_moves_join(ob_host_moves_job *job)
-{
-    if (!job->split) {
-        run_on_caller(job);
-        return;
-    }
-    ob_workers_join(&job->workers);
-    free(job->starts);
-    job->starts = NULL;
+    free(starts);
 }
 
 void ob_host_unpack_range(const ob_host_move *move, size_t begin, size_t end)

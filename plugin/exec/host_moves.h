@@ -5,7 +5,6 @@
 
 #include <stddef.h>
 
-#include "plugin/core/workers.h"
 #include "plugin/exec/backend.h"
 
 /* From this many bytes a pack or unpack is split across every pack thread. */
@@ -24,26 +23,6 @@ typedef enum ob_move_kind {
 
 /* Runs host moves, split across the pack threads when large. */
 void ob_host_moves_run(const ob_host_move *moves, size_t count, ob_move_kind kind);
-
-/* The same in two halves, for a caller that has something else to do meanwhile (a launch
- * call): begin hands the moves to the pack threads (ob_workers_begin) and returns, join does
- * what they have not taken and returns when every move is done. Every begin is joined; the
- * moves and the job live until then. */
-typedef struct ob_host_moves_job {
-    const ob_host_move *moves;
-    size_t count;
-    size_t total;          /* bytes of the moves */
-    size_t *starts;        /* starts[i]: bytes of the moves before move i, when split */
-    int into_staging;
-    int shared;            /* few bytes: shared with the helpers awake, in small parts */
-    int split;             /* handed to the pack threads (begin) */
-    void (*copy)(void *, const void *, size_t);
-    ob_workers_job workers;
-} ob_host_moves_job;
-
-void ob_host_moves_begin(ob_host_moves_job *job, const ob_host_move *moves, size_t count,
-                         ob_move_kind kind);
-void ob_host_moves_join(ob_host_moves_job *job);
 
 /* Unpacks compact bytes [begin, end) of one move on the calling thread. */
 void ob_host_unpack_range(const ob_host_move *move, size_t begin, size_t end);

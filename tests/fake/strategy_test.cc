@@ -1033,49 +1033,6 @@ TEST_F(Strategy, GatheredPiecesAreUnpackedAsTheirBlocksWordsCome)
     ob_config_reload();
 }
 
-// A pack the copy kernel reads over the bus from pinned staging is done while the launch call
-// runs: the launch goes out with its ready word still 0 (the fake ends the test should the
-// kernel run before the word is set), then the pack, then the word. Packs on the caller alone
-// (under 32 KiB) and shared with the pack threads; a level of more pieces than a launch carries
-// as its parameter packs first, as before. Every byte is checked.
-TEST_F(Strategy, APackTheKernelReadsOverTheBusIsDoneWhileTheLaunchGoesOut)
-{
-    struct Row {
-        size_t pieces, most;
-        unsigned long long before_ready;
-    } rows[] = {{16, 1000, 1}, {16, 4096, 1}, {32, 4096, 1}, {40, 1000, 0}};
-    for (const Row &row : rows) {
-        SCOPED_TRACE(std::to_string(row.pieces) + " pieces of up to " + std::to_string(row.most));
-        TestRng rng(test_seed() ^ (0x5ad + row.pieces * 7 + row.most));
-        Buffer host(PAGEABLE, row.pieces * 4096), dev(DEVICE, row.pieces * 4096);
-        unsigned fill = rng() % 200;
-        host.fill(fill);
-        dev.fill(fill + 1);
-        std::vector<unsigned char> before(dev.ptr, dev.ptr + dev.bytes);
-        ompbatch_batch_options o = with_strategy(OMPBATCH_STRATEGY_STAGED);
-        Batch b(0, nullptr, &o);
-        std::vector<size_t> sizes;
-        for (size_t i = 0; i < row.pieces; i++) {
-            sizes.push_back(1 + rng() % row.most);
-            ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_add(b.b, dev.ptr + i * 4096, 0,
-                                                      host.ptr + i * 4096, H, sizes[i], 0));
-        }
-        fake().reset();
-        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_submit(b.b)) << ompbatch_last_error();
-        ASSERT_EQ(OMPBATCH_OK, ompbatch_batch_wait(b.b)) << ompbatch_last_error();
-        EXPECT_EQ(row.pieces, b.stats().staged_copies);
-        fake_cuda_stats fs;
-        fake().get_stats(&fs);
-        EXPECT_EQ(row.before_ready, fs.launches_before_ready);
-        for (size_t i = 0; i < row.pieces; i++) {
-            ASSERT_EQ(0, std::memcmp(dev.ptr + i * 4096, host.ptr + i * 4096, sizes[i])) << i;
-            ASSERT_EQ(0, std::memcmp(dev.ptr + i * 4096 + sizes[i],
-                                     before.data() + i * 4096 + sizes[i], 4096 - sizes[i]))
-                << "bytes past piece " << i;
-        }
-    }
-}
-
 // Blocks that never set their words (a kernel that does not signal): the wait still ends, when
 // a query finds the stream done, and every byte is in place.
 TEST_F(Strategy, WordsThatNeverComeLeaveTheWaitToTheStream)

@@ -427,18 +427,6 @@ static void piece_run(const uint64_t *pieces, unsigned int i, int ordinal)
 
 static uint64_t rect_chunk_order(uint64_t k, uint64_t n);
 
-/* An inline launch's ready word (kernels.h), which must lie in pinned memory the GPU reaches. */
-static const uint32_t *ready_word(const struct op *op, int ordinal)
-{
-    uintptr_t word = (uintptr_t)op->inline_table.ready;
-    check_reachable(ordinal, "ready word", 0, word, 4);
-    const struct alloc *a = alloc_containing(word);
-    if (a == NULL || a->kind != ALLOC_HOST)
-        die("ob_copy_pieces_inline: its ready word %#lx is not in pinned host memory",
-            (unsigned long)word);
-    return (const uint32_t *)word;
-}
-
 /* The copy kernel, as the GPU would run it: the descriptors are read when it runs, and a piece
  * outside memory the GPU reaches is a fault the real kernel would report asynchronously; the
  * fake stops the test with the reason. An inline launch runs block by block, in a scrambled
@@ -458,11 +446,6 @@ static void pieces_run(struct op *op, int ordinal, unsigned int upto)
     }
     const uint64_t *pieces = (const uint64_t *)op->inline_table.piece;
     unsigned int count = (unsigned int)op->inline_table.count;
-    if (op->inline_table.ready != 0 &&
-        __atomic_load_n(ready_word(op, ordinal), __ATOMIC_ACQUIRE) == 0)
-        die("ob_copy_pieces_inline runs, and its ready word at %#lx was never set: on a GPU "
-            "the launch would never end",
-            (unsigned long)op->inline_table.ready);
     for (; op->blocks_run < upto; op->blocks_run++) {
         unsigned int b = (unsigned int)rect_chunk_order(op->blocks_run, op->grid);
         for (unsigned int i = b; i < count; i += op->grid)
@@ -1582,11 +1565,6 @@ static CUresult CUDAAPI fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsig
             if (op->inline_table.count == 0 || op->inline_table.count > OB_INLINE_PIECES)
                 die("ob_copy_pieces_inline: %lu pieces",
                     (unsigned long)op->inline_table.count);
-            if (op->inline_table.ready != 0) {
-                const uint32_t *ready = ready_word(op, ctx->ordinal);
-                if (__atomic_load_n(ready, __ATOMIC_ACQUIRE) == 0)
-                    g.stats.launches_before_ready++;
-            }
         } else {
             op->pieces = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)params[0];
             op->piece_count = *(unsigned int *)params[1];

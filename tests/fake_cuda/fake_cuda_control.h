@@ -105,9 +105,6 @@ struct fake_cuda_stats {
     unsigned long long rect_partial_runs; /* queries that ran part of a rectangle launch */
     unsigned long long done_words_set;    /* words set by inline launches' blocks (kernels.h) */
     unsigned long long done_partial_runs; /* queries that stopped inside or after such a launch */
-    /* Inline launches given a ready word (kernels.h) that was still 0 at the launch call: the
-     * host packed while the launch went out. Running one whose word is 0 ends the test. */
-    unsigned long long launches_before_ready;
     unsigned long long values_written;    /* cuStreamWriteValue32 operations that ran */
     /* Current state, not reset. */
     unsigned long long pending_copies; /* queued on any stream, not yet executed */

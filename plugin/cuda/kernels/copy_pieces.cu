@@ -55,34 +55,17 @@ extern "C" __global__ void ob_copy_pieces(const ob_piece *pieces, unsigned int c
  * the constant parameter space instead of waiting for it to cross the bus before it can start
  * on the bytes. __grid_constant__ lets the blocks index it without a private copy. When `done`
  * is not 0, each block sets its own word there to 1 once its pieces are written everywhere
- * (kernels.h says why); when `ready` is not 0, it first waits for the host's word there. */
+ * (kernels.h says why). */
 #define OB_INLINE_PIECES 32
 
 struct ob_inline_pieces {
     unsigned long long count;
     unsigned long long done;
-    unsigned long long ready;
     ob_piece piece[OB_INLINE_PIECES];
 };
 
-/* When `ready` is not 0, the host is still packing what the pieces read: one thread of the
- * block waits for the host's word, then a system-wide fence and the barrier order every
- * thread's reads of the pieces after it (kernels.h). */
-__device__ void wait_for_host(unsigned long long ready)
-{
-    if (ready == 0)
-        return;
-    if (threadIdx.x == 0) {
-        while (*(volatile const unsigned int *)ready == 0)
-            ; /* each look is a read across the bus, about a microsecond */
-        __threadfence_system();
-    }
-    __syncthreads();
-}
-
 extern "C" __global__ void ob_copy_pieces_inline(const __grid_constant__ ob_inline_pieces table)
 {
-    wait_for_host(table.ready);
     for (unsigned int p = blockIdx.x; p < table.count; p += gridDim.x)
         copy_piece(table.piece[p]);
     if (table.done != 0) {
